@@ -1,0 +1,19 @@
+with source as (
+
+    select * from {{ source('mimic_iv', 'diagnoses_icd') }}
+
+),
+
+renamed as (
+
+    select
+        subject_id,
+        hadm_id,
+        seq_num,
+        {{ clean_text('icd_code') }} as icd_code,
+        icd_version
+    from source
+
+)
+
+select * from renamed

@@ -1,0 +1,1 @@
+"""Prefect flows: one file per stage, plus the parent `build_benchmark`."""

@@ -1,0 +1,95 @@
+"""build-benchmark: the whole pipeline, one subflow per stage.
+
+    ingest → transform (dbt) → validate (GX) → publish
+
+Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
+Only one build runs at a time (the DuckDB warehouse has a single writer).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+
+from ehrbench.manifest import InputFile, Manifest, StageTiming, package_versions
+from ehrbench.publish import discard, new_build_id, staging_dir
+from ehrbench.settings import BuildParameters, DataLayout, Edition, default_data_dir
+from ehrbench.warehouse import build_lock, connect, table_row_counts
+from flows.ingest import ingest
+from flows.publish import publish_build
+from flows.transform import transform
+from flows.validate import validate
+
+
+@flow(name="build-benchmark", log_prints=True)
+def build_benchmark(
+    mimic_iv_dir: str | None = None,
+    eicu_dir: str | None = None,
+    strict_checksums: bool = False,
+    seed: int = 0,
+    mimic_iv_edition: Edition = "demo",
+    eicu_edition: Edition = "demo",
+    data_dir: str | None = None,
+) -> str:
+    """Build a benchmark from raw MIMIC-IV and eICU files; returns the published build folder.
+
+    Source directories default to EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR, else the release is
+    downloaded from PhysioNet into data/raw/. `data_dir` defaults to EHRBENCH_DATA_DIR or ./data.
+    """
+    logger = get_run_logger()
+    parameters = BuildParameters.from_environment(
+        mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
+        mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition)
+    layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
+    build_id = new_build_id(layout.benchmarks)
+    created_at = datetime.now(UTC)
+    stages: dict[str, StageTiming] = {}
+
+    @contextmanager
+    def stage(name: str):
+        started, clock = datetime.now(UTC), time.perf_counter()
+        yield
+        stages[name] = StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3))
+        logger.info("stage %s took %.1f s", name, stages[name].seconds)
+
+    with build_lock(layout.build_lock, build_id):
+        logger.info("Build %s: data in %s", build_id, layout.root)
+        staging_dir(layout.benchmarks, build_id)
+        try:
+            with stage("ingest"):
+                releases = ingest(parameters, layout)
+            with stage("transform"):
+                dbt_runs = transform(layout)
+            files = [f for release in releases for f in release.files]
+            absent = [f"{f.dataset}.{f.table}" for f in files if f.status == "absent"]
+            with stage("validate"):
+                validation = validate(layout, absent)
+            with connect(layout.warehouse, read_only=True) as con:
+                raw_counts = table_row_counts(con, ("raw_",))
+                built_counts = table_row_counts(con, ("staging_",))
+            manifest = Manifest(
+                build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
+                parameters=parameters, seed=parameters.seed,
+                sources={r.dataset: {"edition": r.edition, "version": r.version, "dir": r.source_dir,
+                                     "origin": r.origin} for r in releases},
+                packages=package_versions(),
+                inputs=[InputFile(dataset=f.dataset, table=f.table, path=f.path, required=f.required,
+                                  status=f.status, verification=str(f.verification), sha256=f.sha256,
+                                  expected_sha256=f.expected_sha256, rows=f.rows, action=f.action)
+                        for f in files],
+                raw_row_counts=raw_counts, built_row_counts=built_counts,
+                dbt={" ".join(run.command): run.summary for run in dbt_runs},
+                validation={name: {"success": r.success, "evaluated": r.evaluated,
+                                   "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
+                            for name, r in validation.items()},
+                stages=stages)
+            with stage("publish"):
+                folder = publish_build(layout, manifest)
+        except BaseException:
+            discard(layout.benchmarks, build_id)
+            raise
+    return folder

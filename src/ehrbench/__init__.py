@@ -1,0 +1,1 @@
+"""ehrbench: reproducible EHR agent benchmarks."""

@@ -1,0 +1,87 @@
+"""`ehrbench` command line: build benchmarks and list published builds."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ehrbench.errors import EhrbenchError
+from ehrbench.publish import latest_build_id, published_builds
+from ehrbench.settings import DataLayout, default_data_dir
+
+app = typer.Typer(help="Reproducible benchmarks for LLM agents over EHR databases.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+_err = Console(stderr=True)
+
+DataDir = Annotated[Path | None, typer.Option(
+    "--data-dir", help="Data directory (raw/, warehouse, benchmarks/). Default: $EHRBENCH_DATA_DIR or ./data")]
+
+
+@app.command()
+def build(
+    mimic_iv_dir: Annotated[Path | None, typer.Option(
+        help="Local MIMIC-IV release (hosp/, icu/). Default: $EHRBENCH_MIMIC_IV_DIR, else download.")] = None,
+    eicu_dir: Annotated[Path | None, typer.Option(
+        help="Local eICU release. Default: $EHRBENCH_EICU_DIR, else download.")] = None,
+    strict_checksums: Annotated[bool, typer.Option(
+        "--strict-checksums", help="Fail on local files that do not match SHA256SUMS.txt.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed for every random choice of the build.")] = 0,
+    mimic_iv_edition: Annotated[str, typer.Option(help="Release to download: demo or full.")] = "demo",
+    eicu_edition: Annotated[str, typer.Option(help="Release to download: demo or full.")] = "demo",
+    data_dir: DataDir = None,
+) -> None:
+    """Run the build-benchmark flow (same parameters as the Prefect deployment)."""
+    root = (data_dir or default_data_dir()).resolve()
+    # Without a configured Prefect API, flows run against a temporary local server whose database
+    # belongs under the data directory, not the user's home.
+    os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
+
+    try:
+        folder = build_benchmark(
+            mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,
+            eicu_dir=str(eicu_dir) if eicu_dir else None,
+            strict_checksums=strict_checksums, seed=seed, mimic_iv_edition=mimic_iv_edition,
+            eicu_edition=eicu_edition, data_dir=str(root))
+    except EhrbenchError as exc:
+        _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    except ValueError as exc:  # parameter validation (pydantic) before any stage ran
+        _err.print(f"[bold red]ehrbench: error:[/] {str(exc).splitlines()[0]}", soft_wrap=True, highlight=False)
+        raise typer.Exit(2) from None
+    typer.echo(folder)
+
+
+@app.command()
+def builds(data_dir: DataDir = None) -> None:
+    """List published builds with their manifest summary (latest marked with *)."""
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    manifests = published_builds(layout.benchmarks)
+    if not manifests:
+        _err.print(f"no published builds in {layout.benchmarks}")
+        return
+    latest = latest_build_id(layout.benchmarks)
+    table = Table("build", "created (UTC)", "seed", "sources", "inputs", "unverified", "raw rows",
+                  "built tables", "checks", "seconds")
+    for m in manifests:
+        checks = sum(v.get("evaluated", 0) for v in m.validation.values())
+        failed = sum(len(v.get("failed", [])) for v in m.validation.values())
+        table.add_row(
+            ("* " if m.build_id == latest else "  ") + m.build_id,
+            m.created_at.strftime("%Y-%m-%d %H:%M:%S"), str(m.seed),
+            ", ".join(f"{d} {s.get('edition', '')} {s.get('version', '')}" for d, s in m.sources.items()),
+            str(len(m.inputs)), str(len(m.unverified_inputs)), f"{sum(m.raw_row_counts.values()):,}",
+            str(len(m.built_row_counts)), f"{checks - failed}/{checks}",
+            f"{sum(s.seconds for s in m.stages.values()):.1f}")
+    Console(width=200 if not sys.stdout.isatty() else None).print(table)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,30 @@
+"""Errors a user can act on. Each message names the file or table and what was expected;
+the CLI prints it on one line and exits non-zero."""
+
+
+class EhrbenchError(Exception):
+    """Base class: a failure caused by input or environment, not a bug."""
+
+
+class SourceError(EhrbenchError):
+    """A raw source directory, file or download is missing or not what the release documents."""
+
+
+class ChecksumError(SourceError):
+    """A file's SHA-256 differs from the release's SHA256SUMS.txt where a match is required."""
+
+
+class BuildInProgressError(EhrbenchError):
+    """Another process holds the warehouse (DuckDB allows a single writer)."""
+
+
+class TransformError(EhrbenchError):
+    """dbt failed; the message carries dbt's own words."""
+
+
+class ValidationError(EhrbenchError):
+    """A Great Expectations suite failed."""
+
+
+class PublishError(EhrbenchError):
+    """A build folder could not be published."""

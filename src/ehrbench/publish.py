@@ -1,0 +1,91 @@
+"""Build folders: written as `<build_id>.tmp/`, published by an atomic rename, then `latest` switched.
+
+A published folder is never modified again; a failed build removes its `.tmp` folder and leaves
+`latest` pointing where it did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ehrbench.errors import PublishError
+from ehrbench.manifest import Manifest
+
+MANIFEST = "manifest.json"
+_TMP = ".tmp"
+
+
+def new_build_id(benchmarks: Path, now: datetime | None = None) -> str:
+    """A sortable UTC timestamp, with a counter if that second is taken."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    build_id, n = stamp, 1
+    while (benchmarks / build_id).exists() or (benchmarks / f"{build_id}{_TMP}").exists():
+        n += 1
+        build_id = f"{stamp}-{n}"
+    return build_id
+
+
+def staging_dir(benchmarks: Path, build_id: str) -> Path:
+    path = benchmarks / f"{build_id}{_TMP}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def discard(benchmarks: Path, build_id: str) -> None:
+    shutil.rmtree(benchmarks / f"{build_id}{_TMP}", ignore_errors=True)
+
+
+def publish(benchmarks: Path, manifest: Manifest) -> Path:
+    """Write the manifest into the staging folder, rename it into place and point `latest` at it."""
+    tmp = benchmarks / f"{manifest.build_id}{_TMP}"
+    final = benchmarks / manifest.build_id
+    if not tmp.is_dir():
+        raise PublishError(f"{tmp}: staging folder of build {manifest.build_id} is missing")
+    if final.exists():
+        raise PublishError(f"{final} exists already; published builds are never overwritten")
+    _write_durably(tmp / MANIFEST, manifest.model_dump_json(indent=2))
+    os.rename(tmp, final)
+    link_tmp = benchmarks / f".latest-{manifest.build_id}"
+    link_tmp.unlink(missing_ok=True)
+    link_tmp.symlink_to(manifest.build_id)  # relative: the data folder can move
+    os.replace(link_tmp, benchmarks / "latest")
+    return final
+
+
+def published_builds(benchmarks: Path) -> list[Manifest]:
+    """Every published build, oldest first (unreadable manifests are skipped, not fatal)."""
+    if not benchmarks.is_dir():
+        return []
+    builds = []
+    for folder in sorted(benchmarks.iterdir()):
+        if folder.is_symlink() or folder.name.endswith(_TMP) or not (folder / MANIFEST).is_file():
+            continue
+        try:
+            builds.append(Manifest.model_validate_json((folder / MANIFEST).read_text()))
+        except ValueError:
+            continue
+    return builds
+
+
+def latest_build_id(benchmarks: Path) -> str | None:
+    link = benchmarks / "latest"
+    return os.readlink(link) if link.is_symlink() else None
+
+
+def _write_durably(path: Path, text: str) -> None:
+    with path.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def finished_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def dump_json(path: Path, payload) -> None:
+    _write_durably(path, json.dumps(payload, indent=2, default=str))

@@ -1,0 +1,67 @@
+"""Typed build configuration and the on-disk layout of the project's data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Edition = Literal["demo", "full"]
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("EHRBENCH_DATA_DIR", "data")).resolve()
+
+
+class BuildParameters(BaseModel):
+    """Everything that determines a build; recorded verbatim in its manifest."""
+
+    mimic_iv_dir: Path | None = Field(
+        None, description="Local MIMIC-IV release (hosp/, icu/); downloaded from PhysioNet when empty.")
+    eicu_dir: Path | None = Field(None, description="Local eICU release; downloaded from PhysioNet when empty.")
+    mimic_iv_edition: Edition = Field("demo", description="Which MIMIC-IV release to download: demo or full.")
+    eicu_edition: Edition = Field("demo", description="Which eICU release to download: demo or full.")
+    strict_checksums: bool = Field(False, description="Fail on local files that do not match SHA256SUMS.txt.")
+    seed: int = Field(0, ge=0, description="Seed for every random choice of the build.")
+
+    @classmethod
+    def from_environment(cls, **overrides) -> BuildParameters:
+        """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR where not given."""
+        values = {k: v for k, v in overrides.items() if v not in (None, "")}
+        for name, variable in (("mimic_iv_dir", "EHRBENCH_MIMIC_IV_DIR"), ("eicu_dir", "EHRBENCH_EICU_DIR")):
+            if name not in values and os.environ.get(variable):
+                values[name] = os.environ[variable]
+        return cls(**values)
+
+
+class DataLayout(BaseModel):
+    """Where things live under the data directory (gitignored)."""
+
+    root: Path
+
+    @property
+    def raw(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse.duckdb"
+
+    @property
+    def build_lock(self) -> Path:
+        return self.root / "build.lock"
+
+    @property
+    def benchmarks(self) -> Path:
+        return self.root / "benchmarks"
+
+    @property
+    def latest(self) -> Path:
+        return self.benchmarks / "latest"
+
+    @property
+    def dbt_work(self) -> Path:
+        """dbt target/ and logs/ per data directory, so two checkouts never share state."""
+        return self.root / "dbt"

@@ -1,0 +1,99 @@
+"""What each PhysioNet release looks like: where it lives, which files it has, their columns.
+
+The table layouts are package data (`data/tables.csv`, `data/<dataset>_columns.csv`), transcribed from
+the official Postgres DDL (MIT-LCP mimic-code for MIMIC-IV 2.2, eicu-code for eICU 2.0) and checked
+against the demo files' headers.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+Dataset = Literal["mimic_iv", "eicu"]
+Edition = Literal["demo", "full"]
+DATASETS: tuple[Dataset, ...] = ("mimic_iv", "eicu")
+
+CHECKSUM_FILE = "SHA256SUMS.txt"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    dataset: Dataset
+    name: str
+    path: str  # relative to the release root, as written in SHA256SUMS.txt
+    required: bool
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in file-header order
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{raw_schema(self.dataset)}.{self.name}"
+
+
+@dataclass(frozen=True)
+class Release:
+    dataset: Dataset
+    edition: Edition
+    version: str
+    base_url: str
+    credentialed: bool
+
+    @property
+    def slug(self) -> str:
+        """Folder name under data/raw/, e.g. `mimic-iv-demo-2.2`."""
+        return f"{self.dataset.replace('_', '-')}-{self.edition}-{self.version}"
+
+    @property
+    def tables(self) -> tuple[TableSpec, ...]:
+        return table_specs(self.dataset)
+
+    def table(self, name: str) -> TableSpec:
+        for spec in self.tables:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"{self.dataset} has no table {name!r}")
+
+
+_RELEASES: dict[tuple[Dataset, Edition], Release] = {
+    ("mimic_iv", "demo"): Release("mimic_iv", "demo", "2.2", "https://physionet.org/files/mimic-iv-demo/2.2/", False),
+    ("mimic_iv", "full"): Release("mimic_iv", "full", "2.2", "https://physionet.org/files/mimiciv/2.2/", True),
+    ("eicu", "demo"): Release("eicu", "demo", "2.0.1", "https://physionet.org/files/eicu-crd-demo/2.0.1/", False),
+    ("eicu", "full"): Release("eicu", "full", "2.0", "https://physionet.org/files/eicu-crd/2.0/", True),
+}
+
+
+def release_for(dataset: Dataset, edition: Edition = "demo") -> Release:
+    """The release; `EHRBENCH_<DATASET>_URL` overrides its download location (mirrors, tests)."""
+    try:
+        release = _RELEASES[(dataset, edition)]
+    except KeyError:
+        raise ValueError(f"unknown release {dataset}/{edition}; expected dataset in {DATASETS}, "
+                         "edition 'demo' or 'full'") from None
+    override = os.environ.get(f"EHRBENCH_{dataset.upper()}_URL")
+    if override:
+        release = Release(dataset, edition, release.version, override.rstrip("/") + "/", release.credentialed)
+    return release
+
+
+def raw_schema(dataset: Dataset) -> str:
+    return f"raw_{dataset}"
+
+
+@cache
+def table_specs(dataset: Dataset) -> tuple[TableSpec, ...]:
+    data = resources.files("ehrbench.sources") / "data"
+    columns: dict[str, list[tuple[str, str]]] = {}
+    with (data / f"{dataset}_columns.csv").open(newline="") as f:
+        for row in csv.DictReader(f):
+            columns.setdefault(row["table"], []).append((row["column"], row["type"]))
+    specs = []
+    with (data / "tables.csv").open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row["dataset"] == dataset:
+                specs.append(TableSpec(dataset, row["table"], row["path"], row["required"] == "true",
+                                       tuple(columns[row["table"]])))
+    return tuple(specs)

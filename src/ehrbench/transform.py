@@ -1,0 +1,104 @@
+"""Run the dbt project (dbt owns the SQL transformations) on the warehouse file.
+
+dbt is invoked in-process with dbtRunner. The warehouse path reaches profiles.yml as an absolute
+path through EHRBENCH_WAREHOUSE; target/ and logs/ go under the data directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ehrbench.errors import TransformError
+
+PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    unique_id: str
+    resource_type: str
+    status: str
+    seconds: float
+    message: str | None
+
+
+@dataclass(frozen=True)
+class DbtRun:
+    command: tuple[str, ...]
+    nodes: tuple[NodeResult, ...]
+
+    def count(self, status: str) -> int:
+        return sum(1 for node in self.nodes if node.status == status)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        statuses = sorted({node.status for node in self.nodes})
+        return {status: self.count(status) for status in statuses}
+
+
+def _release_warehouse() -> None:
+    """dbt-duckdb keeps its DuckDB instance open in-process after a run; close it so that later
+    readers (GX, read-only connections) can open the file with their own configuration."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    from dbt.adapters.factory import reset_adapters
+
+    reset_adapters()
+    DuckDBConnectionManager.close_all_connections()
+
+
+@contextmanager
+def _dbt_environment(warehouse: Path) -> Iterator[None]:
+    values = {"EHRBENCH_WAREHOUSE": str(warehouse.resolve()), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+              "DO_NOT_TRACK": "1"}
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: dict | None = None,
+            project_dir: Path = PROJECT_DIR, on_log: Callable[[str], None] | None = None) -> DbtRun:
+    """Run one dbt command (e.g. ["build", "--select", "staging"]); raise TransformError on failure."""
+    from dbt.cli.main import dbtRunner  # imported late: dbt's import is slow and not always needed
+
+    def forward(event) -> None:
+        if on_log and event.info.level in ("info", "warn", "error") and event.info.msg:
+            on_log(str(event.info.msg))
+
+    args = [*command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
+            "--target-path", str(work_dir / "target"), "--log-path", str(work_dir / "logs")]
+    if vars:
+        import json
+
+        args += ["--vars", json.dumps(vars)]
+    with _dbt_environment(warehouse):
+        try:
+            outcome = dbtRunner(callbacks=[forward]).invoke(args)
+        finally:
+            _release_warehouse()
+
+    nodes: tuple[NodeResult, ...] = ()
+    result = outcome.result
+    if result is not None and hasattr(result, "results"):
+        nodes = tuple(
+            NodeResult(r.node.unique_id, r.node.resource_type, str(r.status), float(r.execution_time or 0),
+                       r.message)
+            for r in result.results)
+    run = DbtRun(tuple(command), nodes)
+    if outcome.exception is not None:
+        raise TransformError(f"dbt {' '.join(command)} failed: {outcome.exception}") from None
+    if not outcome.success:
+        failed = [n for n in nodes if n.status in ("error", "fail", "runtime error")]
+        detail = "; ".join(f"{n.unique_id}: {n.message}" for n in failed[:5]) or "see dbt log"
+        raise TransformError(f"dbt {' '.join(command)} failed ({len(failed)} node(s)): {detail}")
+    return run

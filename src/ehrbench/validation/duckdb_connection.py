@@ -1,0 +1,61 @@
+"""A DuckDB DBAPI connection that GX's SQL engine can use.
+
+GX reads a result after returning its connection to the pool; the pool's ROLLBACK then runs on the
+same DuckDB connection, which discards the pending result (GX sees an empty result and reports
+"list index out of range"). Fetching each result at once avoids that; validation queries return
+aggregates, so buffering costs nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from duckdb_engine import ConnectionWrapper, CursorWrapper
+
+
+class _BufferedCursor(CursorWrapper):
+    def __init__(self, con: duckdb.DuckDBPyConnection, wrapper: ConnectionWrapper) -> None:
+        super().__init__(con, wrapper)
+        self._con = con
+        self._rows: list = []
+        self._description = None
+
+    def execute(self, statement, parameters=None, context=None) -> None:
+        super().execute(statement, parameters, context)
+        self._description = self._con.description
+        self._rows = self._con.fetchall() if self._description else []
+
+    @property
+    def description(self):
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        return len(self._rows)
+
+    def fetchone(self):
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchmany(self, size: int | None = None) -> list:
+        size = size or 1
+        rows, self._rows = self._rows[:size], self._rows[size:]
+        return rows
+
+    def fetchall(self) -> list:
+        rows, self._rows = self._rows, []
+        return rows
+
+
+class _BufferedConnection(ConnectionWrapper):
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(con)
+        self._raw = con
+
+    def cursor(self) -> _BufferedCursor:
+        return _BufferedCursor(self._raw, self)
+
+
+def read_only_creator(path: Path):
+    """A SQLAlchemy `creator` opening `path` read-only with buffered results."""
+    return lambda: _BufferedConnection(duckdb.connect(str(path), read_only=True))

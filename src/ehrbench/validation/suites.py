@@ -1,0 +1,113 @@
+"""Expectation suites (JSON files in expectations/) validated against warehouse tables.
+
+A suite file names a warehouse schema and, per table, GX expectation configurations:
+
+    {"name": "staging_mimic_iv", "schema": "staging_mimic_iv",
+     "tables": {"stg_mimic_iv__patients": {"source_table": "patients",
+                "expectations": [{"type": "expect_column_values_to_be_unique", "kwargs": {"column": "subject_id"}}]}}}
+
+Row-count expectations are skipped for tables whose raw source was absent (an optional table),
+and the skip is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ehrbench.errors import ValidationError
+
+_ROW_COUNT = "expect_table_row_count_to_be_between"
+
+
+class ExpectationOutcome(BaseModel):
+    table: str
+    expectation: str
+    column: str | None = None
+    success: bool
+    observed: str | None = None
+    unexpected_count: int | None = None
+    error: str | None = None
+
+
+class SuiteResult(BaseModel):
+    name: str
+    success: bool
+    evaluated: int
+    failed: list[ExpectationOutcome]
+    skipped: list[str]
+    outcomes: list[ExpectationOutcome]
+
+
+def load_suite(path: Path) -> dict:
+    try:
+        suite = json.loads(path.read_text())
+        suite["name"], suite["schema"], suite["tables"]  # noqa: B018 — required keys
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValidationError(f"{path}: not a valid suite file ({exc!r}); expected JSON with name, schema, "
+                              "tables") from None
+    return suite
+
+
+def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str] = ()) -> SuiteResult:
+    """Run every expectation of `suite` on the warehouse (read-only) and collect the outcomes."""
+    import great_expectations as gx  # slow import; keep the library importable without paying it
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    from ehrbench.validation.duckdb_connection import read_only_creator
+
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    absent = set(absent_sources)
+    context = gx.get_context(mode="ephemeral")
+    datasource = context.data_sources.add_sql(
+        name="warehouse", connection_string="duckdb:///:memory:",
+        kwargs={"creator": read_only_creator(warehouse)})
+    outcomes: list[ExpectationOutcome] = []
+    skipped: list[str] = []
+    try:
+        for table, spec in suite["tables"].items():
+            configs = []
+            for item in spec["expectations"]:
+                if item["type"] == _ROW_COUNT and spec.get("source_table") in absent:
+                    skipped.append(f"{table}: {_ROW_COUNT} (source {spec['source_table']} absent)")
+                    continue
+                configs.append(item)
+            if not configs:
+                continue
+            asset = datasource.add_table_asset(table, table_name=table, schema_name=suite["schema"])
+            batch = asset.add_batch_definition_whole_table("all").get_batch()
+            gx_suite = gx.ExpectationSuite(name=f"{suite['name']}.{table}")
+            for item in configs:
+                gx_suite.add_expectation_configuration(
+                    ExpectationConfiguration(type=item["type"], kwargs=item.get("kwargs", {})))
+            result = batch.validate(gx_suite, result_format="SUMMARY")
+            for r in result.results:
+                kwargs = r.expectation_config.kwargs
+                error = _exception_message(r.exception_info)
+                observed = r.result.get("observed_value")
+                outcomes.append(ExpectationOutcome(
+                    table=table, expectation=r.expectation_config.type,
+                    column=kwargs.get("column") or kwargs.get("description"),
+                    success=bool(r.success), observed=None if observed is None else str(observed),
+                    unexpected_count=r.result.get("unexpected_count"), error=error))
+    finally:
+        datasource.get_execution_engine().engine.dispose()  # release the read-only handles
+    failed = [o for o in outcomes if not o.success]
+    return SuiteResult(name=suite["name"], success=not failed, evaluated=len(outcomes), failed=failed,
+                       skipped=skipped, outcomes=outcomes)
+
+
+def _exception_message(info: dict | None) -> str | None:
+    """GX reports errors flat or keyed by metric id; either way, the first message."""
+    if not info:
+        return None
+    if info.get("raised_exception"):
+        return info.get("exception_message")
+    for value in info.values():
+        if isinstance(value, dict) and value.get("raised_exception"):
+            return value.get("exception_message")
+    return None

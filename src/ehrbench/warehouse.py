@@ -1,0 +1,68 @@
+"""The DuckDB warehouse file and the lock that makes a build its only writer."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from ehrbench.errors import BuildInProgressError
+
+
+@contextmanager
+def build_lock(lock_path: Path, build_id: str):
+    """Hold an exclusive, non-blocking lock for the whole build; released even if the process dies."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    handle = lock_path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown holder"
+        handle.close()
+        raise BuildInProgressError(f"build in progress: {lock_path} is held by {holder}; "
+                                   "wait for that build to finish (the warehouse has a single writer)") from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({"build_id": build_id, "pid": os.getpid(),
+                                 "started_at": datetime.now(UTC).isoformat(timespec="seconds")}))
+        handle.flush()
+        yield
+    finally:
+        handle.truncate(0)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+@contextmanager
+def connect(path: Path, *, read_only: bool = False):
+    """Open the warehouse; a writer held by another process becomes BuildInProgressError."""
+    if read_only and not path.exists():
+        raise FileNotFoundError(f"{path}: no warehouse yet; run a build first")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise BuildInProgressError(f"build in progress: {path} is open for writing by another process "
+                                       f"({str(exc).splitlines()[0]})") from None
+        raise
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def table_row_counts(con: duckdb.DuckDBPyConnection, schema_prefixes: tuple[str, ...]) -> dict[str, int]:
+    """Row counts of every table and view in schemas starting with one of the prefixes."""
+    names = con.execute(
+        "select table_schema, table_name from information_schema.tables "
+        "where " + " or ".join("table_schema like ?" for _ in schema_prefixes) + " order by 1, 2",
+        [p + "%" for p in schema_prefixes]).fetchall()
+    return {f"{s}.{t}": con.execute(f'select count(*) from "{s}"."{t}"').fetchone()[0] for s, t in names}
