@@ -75,15 +75,18 @@ def ingest(parameters: BuildParameters, layout: DataLayout) -> list[ReleaseInges
         description="Raw files: checksum verification against SHA256SUMS.txt and rows loaded.")
     unverified = [f for f in every if f.status == "unverified"]
     absent = [f for f in every if f.status == "absent"]
+    unverified_list = ", ".join(f"`{f.dataset}.{f.table}` ({f.verification})" for f in unverified) or "none"
+    absent_list = ", ".join(f"`{f.dataset}.{f.table}`" for f in absent) or "none"
     create_markdown_artifact(
         key="ingest-summary",
         markdown="\n".join([
             "# Ingest",
+            *[f"- {r.dataset}: {r.edition} {r.version} from `{r.source_dir}` ({r.origin})" for r in releases],
             f"- tables: {len(every)} ({sum(f.action == 'loaded' for f in every)} loaded, "
             f"{sum(f.action == 'unchanged' for f in every)} unchanged)",
             f"- rows: {sum(f.rows for f in every):,}",
-            f"- unverified files: {', '.join(f'`{f.dataset}.{f.table}` ({f.verification})' for f in unverified) or 'none'}",
-            f"- absent optional tables (empty downstream): {', '.join(f'`{f.dataset}.{f.table}`' for f in absent) or 'none'}",
+            f"- unverified files: {unverified_list}",
+            f"- absent optional tables (empty downstream): {absent_list}",
         ]),
         description="Ingest summary")
     return releases

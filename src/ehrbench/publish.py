@@ -68,7 +68,7 @@ def published_builds(benchmarks: Path) -> list[Manifest]:
             builds.append(Manifest.model_validate_json((folder / MANIFEST).read_text()))
         except ValueError:
             continue
-    return builds
+    return sorted(builds, key=lambda m: m.created_at)
 
 
 def latest_build_id(benchmarks: Path) -> str | None:

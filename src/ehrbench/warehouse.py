@@ -25,8 +25,8 @@ def build_lock(lock_path: Path, build_id: str):
         handle.seek(0)
         holder = handle.read().strip() or "unknown holder"
         handle.close()
-        raise BuildInProgressError(f"build in progress: {lock_path} is held by {holder}; "
-                                   "wait for that build to finish (the warehouse has a single writer)") from None
+        raise BuildInProgressError(f"build in progress: {lock_path} is held by {holder}; wait for that "
+                                   "build to finish (the warehouse has a single writer)") from None
     try:
         handle.seek(0)
         handle.truncate()
@@ -53,6 +53,7 @@ def connect(path: Path, *, read_only: bool = False):
             raise BuildInProgressError(f"build in progress: {path} is open for writing by another process "
                                        f"({str(exc).splitlines()[0]})") from None
         raise
+    con.execute("set enable_progress_bar = false")  # it would write to the flow's stdout
     try:
         yield con
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import string
 import zlib
 from enum import StrEnum
 from pathlib import Path
@@ -27,7 +28,7 @@ def read_checksums(path: Path) -> dict[str, str]:
         if not line.strip():
             continue
         parts = line.split(maxsplit=1)
-        if len(parts) != 2 or len(parts[0]) != 64:
+        if len(parts) != 2 or len(parts[0]) != 64 or not set(parts[0]) <= set(string.hexdigits):
             raise SourceError(f"{path}:{number}: expected '<64 hex digits> <path>', got {line[:80]!r}")
         sums[parts[1].lstrip("*").strip()] = parts[0].lower()
     return sums

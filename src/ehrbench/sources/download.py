@@ -20,7 +20,6 @@ from ehrbench.sources.releases import CHECKSUM_FILE, Release, TableSpec
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 1 << 20
 Progress = Callable[[str, int, int | None], None]  # (relative path, bytes so far, total or None)
 
 
@@ -42,7 +41,12 @@ def download_release(release: Release, dest: Path, tables: Iterable[TableSpec] |
                                     timeout=httpx.Timeout(60.0, connect=20.0))
     try:
         sums_path = dest / CHECKSUM_FILE
-        _fetch(client, release, CHECKSUM_FILE, sums_path, resume=False, progress=progress)
+        try:
+            _fetch(client, release, CHECKSUM_FILE, sums_path, resume=False, progress=progress)
+        except _NotFound:
+            raise SourceError(f"{release.base_url}{CHECKSUM_FILE}: HTTP 404; expected the release's checksum "
+                              f"list there (is {release.base_url} a {release.dataset} {release.version} "
+                              "release folder?)") from None
         expected = read_checksums(sums_path)
         for spec in tables if tables is not None else release.tables:
             if spec.path not in expected:
@@ -73,7 +77,8 @@ def _download_verified(client: httpx.Client, release: Release, spec: TableSpec, 
         if actual == expected:
             return
         target.unlink()
-        log.warning("%s: SHA-256 %s does not match %s (attempt %d); deleted", spec.path, actual, expected, attempt)
+        log.warning("%s: SHA-256 %s does not match %s (attempt %d); deleted",
+                    spec.path, actual, expected, attempt)
     raise ChecksumError(f"{release.base_url}{spec.path}: downloaded twice and its SHA-256 is {actual}, "
                         f"expected {expected} from {CHECKSUM_FILE}; the file was deleted")
 
@@ -107,7 +112,7 @@ def _fetch(client: httpx.Client, release: Release, relative: str, target: Path, 
             total_bytes = offset + int(total) if total else None
             with part.open("ab" if offset else "wb") as f:
                 done = offset
-                for chunk in response.iter_bytes(_CHUNK):
+                for chunk in response.iter_bytes():  # as received: a dropped connection keeps them all
                     f.write(chunk)
                     done += len(chunk)
                     if progress:

@@ -7,6 +7,7 @@ A file is loaded only when its SHA-256 differs from the one recorded at its last
 from __future__ import annotations
 
 import gzip
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +74,8 @@ def ingest_release(con: duckdb.DuckDBPyConnection, release: Release, source_dir:
     sums_path = source_dir / CHECKSUM_FILE
     expected = read_checksums(sums_path) if sums_path.exists() else {}
     if not expected and strict_checksums:
-        raise ChecksumError(f"{sums_path} not found; strict checksums need the release's {CHECKSUM_FILE}")
+        raise ChecksumError(f"{sums_path} is missing or empty; strict checksums need the release's "
+                            f"{CHECKSUM_FILE}")
 
     # Fail on every missing required table before loading anything.
     missing = [spec for spec in release.tables if spec.required and not (source_dir / spec.path).exists()]
@@ -128,13 +130,15 @@ def _check_header(spec: TableSpec, path: Path) -> None:
         with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
             first = f.readline()
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path}: cannot read the header line ({exc}); expected a gzip-compressed CSV") from None
+        raise SourceError(f"{path}: cannot read the header line ({exc}); "
+                          "expected a gzip-compressed CSV") from None
     found = [name.strip().strip('"').lower() for name in first.rstrip("\r\n").split(",")]
     wanted = [name for name, _ in spec.columns]
     if found != wanted:
         extra = [c for c in found if c not in wanted]
         lacking = [c for c in wanted if c not in found]
-        detail = f"missing {lacking}, unexpected {extra}" if extra or lacking else "same columns in another order"
+        detail = (f"missing {lacking}, unexpected {extra}" if extra or lacking
+                  else "same columns in another order")
         raise SourceError(f"{path}: header does not match {spec.dataset}.{spec.name} ({detail}); "
                           f"expected columns: {','.join(wanted)}")
 
@@ -151,12 +155,14 @@ def _load(con: duckdb.DuckDBPyConnection, spec: TableSpec, path: Path, sha256: s
         rows = con.execute(f"select count(*) from {spec.qualified_name}").fetchone()[0]
         con.execute(f"delete from {META_SCHEMA}.loaded_files where schema_name = ? and table_name = ?",
                     [raw_schema(spec.dataset), spec.name])
-        con.execute(f"insert into {META_SCHEMA}.loaded_files values (?, ?, ?, ?, ?, now())",
-                    [raw_schema(spec.dataset), spec.name, str(path), sha256, rows])
+        con.execute(f"insert into {META_SCHEMA}.loaded_files values (?, ?, ?, ?, ?, ?, now())",
+                    [raw_schema(spec.dataset), spec.name, str(path), sha256, _layout_key(spec), rows])
         con.execute("commit")
     except duckdb.Error as exc:
         con.execute("rollback")
-        reason = str(exc).strip().splitlines()[0]
+        lines = [line.strip() for line in str(exc).strip().splitlines()]
+        # DuckDB's first line says only "CSV Error on Line: n"; the column, value and type follow.
+        reason = "; ".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith("Error when converting")])
         raise SourceError(f"{path}: cannot be loaded as {spec.dataset}.{spec.name} with its documented "
                           f"column types: {reason}") from None
     return rows
@@ -173,14 +179,20 @@ def _create_empty(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> None:
 def _ensure_meta(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"create schema if not exists {META_SCHEMA}")
     con.execute(f"""create table if not exists {META_SCHEMA}.loaded_files (
-        schema_name varchar, table_name varchar, path varchar, sha256 varchar, row_count bigint,
-        loaded_at timestamptz)""")
+        schema_name varchar, table_name varchar, path varchar, sha256 varchar, layout_key varchar,
+        row_count bigint, loaded_at timestamptz)""")
 
 
 def _loaded_checksum(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> str | None:
+    """SHA-256 of the file behind the table, if it was loaded with the current column layout."""
     row = con.execute(
         f"""select f.sha256 from {META_SCHEMA}.loaded_files f
             join information_schema.tables t on t.table_schema = f.schema_name and t.table_name = f.table_name
-            where f.schema_name = ? and f.table_name = ?""",
-        [raw_schema(spec.dataset), spec.name]).fetchone()
+            where f.schema_name = ? and f.table_name = ? and f.layout_key = ?""",
+        [raw_schema(spec.dataset), spec.name, _layout_key(spec)]).fetchone()
     return row[0] if row else None
+
+
+def _layout_key(spec: TableSpec) -> str:
+    """Changes when the documented columns or types change, so the table is then reloaded."""
+    return hashlib.sha256(repr(spec.columns).encode()).hexdigest()[:16]

@@ -58,11 +58,12 @@ class Release:
         raise KeyError(f"{self.dataset} has no table {name!r}")
 
 
+_PHYSIONET = "https://physionet.org/files/"
 _RELEASES: dict[tuple[Dataset, Edition], Release] = {
-    ("mimic_iv", "demo"): Release("mimic_iv", "demo", "2.2", "https://physionet.org/files/mimic-iv-demo/2.2/", False),
-    ("mimic_iv", "full"): Release("mimic_iv", "full", "2.2", "https://physionet.org/files/mimiciv/2.2/", True),
-    ("eicu", "demo"): Release("eicu", "demo", "2.0.1", "https://physionet.org/files/eicu-crd-demo/2.0.1/", False),
-    ("eicu", "full"): Release("eicu", "full", "2.0", "https://physionet.org/files/eicu-crd/2.0/", True),
+    ("mimic_iv", "demo"): Release("mimic_iv", "demo", "2.2", _PHYSIONET + "mimic-iv-demo/2.2/", False),
+    ("mimic_iv", "full"): Release("mimic_iv", "full", "2.2", _PHYSIONET + "mimiciv/2.2/", True),
+    ("eicu", "demo"): Release("eicu", "demo", "2.0.1", _PHYSIONET + "eicu-crd-demo/2.0.1/", False),
+    ("eicu", "full"): Release("eicu", "full", "2.0", _PHYSIONET + "eicu-crd/2.0/", True),
 }
 
 

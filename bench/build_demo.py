@@ -1,0 +1,110 @@
+"""Cold demo build: wall time and peak RSS per stage, and for the whole CLI build.
+
+    uv run python bench/build_demo.py [--mimic-iv-dir DIR] [--eicu-dir DIR]
+
+Each stage runs in its own fresh Python process through the library (no Prefect), in order, on a
+new data directory, so its time includes its imports and its peak RSS is its own. Then the whole
+pipeline runs once through `ehrbench build` (Prefect ephemeral server included).
+Goal as the pipeline grows: <= 60 s and <= 2 GiB on 2 cores for both demos.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+
+STAGES = {
+    "ingest": """
+from ehrbench.sources import release_for
+from ehrbench.sources.ingest import ingest_release
+from ehrbench.warehouse import connect
+with connect(layout.warehouse) as con:
+    for dataset, folder in (("mimic_iv", args["mimic_iv_dir"]), ("eicu", args["eicu_dir"])):
+        ingest_release(con, release_for(dataset), Path(folder), origin="local")
+""",
+    "transform": """
+from ehrbench.transform import run_dbt
+run_dbt(["build", "--select", "staging"], warehouse=layout.warehouse, work_dir=layout.dbt_work)
+""",
+    "validate": """
+import json
+from ehrbench.validation import load_suite, validate_suite
+for name in ("staging_mimic_iv", "staging_eicu"):
+    result = validate_suite(load_suite(Path(args["repo"]) / "expectations" / f"{name}.json"), layout.warehouse,
+                            absent_sources=["vitalperiodic", "nursecharting"])
+    assert result.success, result.failed
+""",
+}
+
+PRELUDE = """
+import json, resource, sys, time
+from pathlib import Path
+args = json.loads(sys.argv[1])
+from ehrbench.settings import DataLayout
+layout = DataLayout(root=Path(args["data_dir"]))
+"""
+EPILOGUE = """
+print(json.dumps({"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run_stage(name: str, args: dict) -> dict:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", PRELUDE + STAGES[name] + EPILOGUE, json.dumps(args)],
+                         capture_output=True, text=True, cwd=REPO)
+    seconds = time.perf_counter() - started
+    if out.returncode:
+        sys.exit(f"stage {name} failed:\n{out.stderr[-3000:]}")
+    return {"stage": name, "seconds": round(seconds, 1), **json.loads(out.stdout.strip().splitlines()[-1])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR",
+                                                                  SHARED / "mimic-iv-demo-2.2"))
+    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR", SHARED / "eicu-demo-2.0.1"))
+    options = parser.parse_args()
+    env_note = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+
+    with tempfile.TemporaryDirectory(prefix="ehrbench-bench-") as tmp:
+        args = {"data_dir": str(Path(tmp) / "stages"), "repo": str(REPO),
+                "mimic_iv_dir": str(options.mimic_iv_dir), "eicu_dir": str(options.eicu_dir)}
+        rows = [run_stage(name, args) for name in STAGES]
+
+        env = {**os.environ, "PREFECT_HOME": str(Path(tmp) / "prefect"), "DO_NOT_TRACK": "1",
+               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
+        env.pop("PREFECT_API_URL", None)
+        started = time.perf_counter()
+        out = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "build", "--data-dir",
+                              str(Path(tmp) / "cli"), "--mimic-iv-dir", args["mimic_iv_dir"],
+                              "--eicu-dir", args["eicu_dir"]], capture_output=True, text=True, env=env, cwd=REPO)
+        total = time.perf_counter() - started
+        if out.returncode:
+            sys.exit(f"ehrbench build failed:\n{out.stderr[-3000:]}")
+        children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        manifest = json.loads((Path(out.stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
+
+    print(f"Cold demo build ({env_note})")
+    print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}")
+    for row in rows:
+        print(f"{row['stage']:<12}{row['seconds']:>10.1f}{row['peak_rss_mib']:>15.0f}")
+    print(f"{'sum':<12}{sum(r['seconds'] for r in rows):>10.1f}{max(r['peak_rss_mib'] for r in rows):>15.0f}")
+    print()
+    print("ehrbench build (Prefect ephemeral server, all stages in one flow run)")
+    for name, timing in manifest["stages"].items():
+        print(f"  {name:<10}{timing['seconds']:>8.1f} s")
+    print(f"  {'wall':<10}{total:>8.1f} s   peak RSS of any process {children_rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

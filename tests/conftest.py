@@ -1,0 +1,37 @@
+"""Shared fixtures. The open demo datasets are read from ../shared/data (never copied into the repo);
+tests that need them skip with a message when that folder is absent."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("EHRBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+# Never use the checkout's data/prefect (named in .env) or ~/.prefect from tests.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="ehrbench-prefect-home-")
+
+
+def _demo_dir(name: str) -> Path:
+    path = SHARED_DATA / name
+    if not path.is_dir():
+        pytest.skip(f"demo data not found at {path} (set EHRBENCH_SHARED_DATA to the folder holding {name})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def mimic_demo_dir() -> Path:
+    return _demo_dir("mimic-iv-demo-2.2")
+
+
+@pytest.fixture(scope="session")
+def eicu_demo_dir() -> Path:
+    return _demo_dir("eicu-demo-2.0.1")

@@ -1,0 +1,169 @@
+"""The real build on the demo data through the CLI: publish, reuse, and bad input that must leave
+the published builds untouched. Runs against one Prefect test server for the module."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+EHRBENCH = str(Path(sys.executable).with_name("ehrbench"))
+
+
+@pytest.fixture(scope="module")
+def prefect_api_url():
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield PREFECT_API_URL.value()
+
+
+@pytest.fixture(scope="module")
+def cli_env(prefect_api_url, mimic_demo_dir, eicu_demo_dir, tmp_path_factory):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EHRBENCH_", "PREFECT_"))}
+    env.update(PREFECT_API_URL=prefect_api_url, DO_NOT_TRACK="1", PREFECT_HOME=str(tmp_path_factory.mktemp("ph")),
+               EHRBENCH_MIMIC_IV_DIR=str(mimic_demo_dir), EHRBENCH_EICU_DIR=str(eicu_demo_dir))
+    return env
+
+
+def run_cli(args: list[str], env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([EHRBENCH, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def error_line(text: str) -> str:
+    """The CLI's own one-line error (Prefect's run logs may surround it)."""
+    lines = [line for line in text.splitlines() if line.startswith("ehrbench: error:")]
+    assert len(lines) == 1, text[-3000:]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def first_build(cli_env, tmp_path_factory):
+    """A build started in the background; while it holds the warehouse, a second build must fail fast."""
+    data_dir = tmp_path_factory.mktemp("data")
+    first = subprocess.Popen([EHRBENCH, "build", "--data-dir", str(data_dir)], env=cli_env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = data_dir / "build.lock"
+    deadline = time.monotonic() + 300
+    while not (lock.exists() and lock.read_text().strip()) and first.poll() is None:
+        assert time.monotonic() < deadline, "first build never took the build lock"
+        time.sleep(0.2)
+    started = time.monotonic()
+    second = run_cli(["build", "--data-dir", str(data_dir)], cli_env)
+    second_seconds = time.monotonic() - started
+    out, err = first.communicate(timeout=900)
+    assert first.returncode == 0, err[-3000:]
+    return {"data_dir": data_dir, "folder": Path(out.strip().splitlines()[-1]), "second": second,
+            "second_seconds": second_seconds}
+
+
+def test_concurrent_build_fails_fast_with_build_in_progress(first_build):
+    second = first_build["second"]
+    assert second.returncode != 0
+    assert "build in progress" in error_line(second.stderr)
+    assert first_build["second_seconds"] < 60  # fails fast: no stage ran
+
+
+def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
+    data_dir, folder = first_build["data_dir"], first_build["folder"]
+    benchmarks = data_dir / "benchmarks"
+    assert folder.parent == benchmarks and folder.is_dir()
+    assert os.readlink(benchmarks / "latest") == folder.name
+    assert not list(benchmarks.glob("*.tmp")), "staging folder left behind"
+    manifest = json.loads((folder / "manifest.json").read_text())
+
+    inputs = {(f["dataset"], f["table"]): f for f in manifest["inputs"]}
+    # ../shared/data/README.md: chartevents is a reconstruction; eICU lab and intakeOutput are not the
+    # official files; vitalPeriodic and nurseCharting are missing. Every other file is byte-identical.
+    assert {k for k, f in inputs.items() if f["status"] == "unverified"} == {
+        ("mimic_iv", "chartevents"), ("eicu", "lab"), ("eicu", "intakeoutput")}
+    assert {k for k, f in inputs.items() if f["status"] == "absent"} == {
+        ("eicu", "vitalperiodic"), ("eicu", "nursecharting")}
+    assert inputs[("mimic_iv", "patients")]["sha256"] == inputs[("mimic_iv", "patients")]["expected_sha256"]
+
+    raw = manifest["raw_row_counts"]
+    assert raw["raw_mimic_iv.patients"] == 100  # the MIMIC-IV demo has 100 patients
+    assert raw["raw_eicu.lab"] == 29_961  # the subset documented in shared/data/README.md
+    assert raw["raw_eicu.intakeoutput"] == 100_466
+    assert raw["raw_eicu.vitalperiodic"] == 0
+    built = manifest["built_row_counts"]
+    assert len(built) == 26
+    for name, count in built.items():  # staging cleans values but never drops rows
+        schema, model = name.split(".")
+        dataset, table = model.removeprefix("stg_").split("__")
+        assert count == raw[f"raw_{dataset}.{table}"], name
+
+    assert manifest["parameters"]["seed"] == 0 and manifest["seed"] == 0
+    assert manifest["packages"]["prefect"].startswith("3.8.")
+    assert all(v["success"] for v in manifest["validation"].values())
+    assert sum(v["evaluated"] for v in manifest["validation"].values()) > 100
+    assert any("vitalperiodic" in s for s in manifest["validation"]["staging_eicu"]["skipped"])
+    assert set(manifest["stages"]) >= {"ingest", "transform", "validate"}
+    assert manifest["dbt"]["build --select staging"]["warn"] == 1  # the empty optional vitalperiodic
+
+
+def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(first_build, cli_env):
+    data_dir = first_build["data_dir"]
+    before = os.readlink(data_dir / "benchmarks" / "latest")
+    result = run_cli(["build", "--data-dir", str(data_dir), "--strict-checksums"], cli_env)
+    assert result.returncode == 1
+    line = error_line(result.stderr)
+    assert "chartevents.csv.gz" in line and "SHA256SUMS.txt" in line and "expected" in line
+    assert os.readlink(data_dir / "benchmarks" / "latest") == before
+    assert not list((data_dir / "benchmarks").glob("*.tmp"))
+
+
+def test_missing_directory_is_a_one_line_error(first_build, cli_env, tmp_path):
+    data_dir = first_build["data_dir"]
+    before = sorted(p.name for p in (data_dir / "benchmarks").iterdir())
+    missing = tmp_path / "no-such-release"
+    result = run_cli(["build", "--data-dir", str(data_dir), "--mimic-iv-dir", str(missing)], cli_env)
+    assert result.returncode == 1
+    line = error_line(result.stderr)
+    assert str(missing) in line and "does not exist" in line
+    assert sorted(p.name for p in (data_dir / "benchmarks").iterdir()) == before
+
+
+def test_truncated_local_file_is_rejected(first_build, cli_env, mimic_demo_dir, tmp_path):
+    broken = tmp_path / "mimic"
+    for source in mimic_demo_dir.rglob("*"):
+        if source.is_file():
+            target = broken / source.relative_to(mimic_demo_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)
+    labevents = broken / "hosp" / "labevents.csv.gz"
+    labevents.unlink()
+    labevents.write_bytes((mimic_demo_dir / "hosp" / "labevents.csv.gz").read_bytes()[:200_000])
+    data_dir = first_build["data_dir"]
+    before = os.readlink(data_dir / "benchmarks" / "latest")
+    result = run_cli(["build", "--data-dir", str(data_dir), "--mimic-iv-dir", str(broken)], cli_env)
+    assert result.returncode == 1
+    line = error_line(result.stderr)
+    assert "labevents.csv.gz" in line and "truncated" in line
+    assert os.readlink(data_dir / "benchmarks" / "latest") == before
+
+
+def test_rebuild_reuses_unchanged_raw_tables_and_keeps_old_build(first_build, cli_env):
+    data_dir, old = first_build["data_dir"], first_build["folder"]
+    old_manifest = (old / "manifest.json").read_text()
+    result = run_cli(["build", "--data-dir", str(data_dir), "--seed", "7"], cli_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    new = Path(result.stdout.strip().splitlines()[-1])
+    assert new != old and os.readlink(data_dir / "benchmarks" / "latest") == new.name
+    manifest = json.loads((new / "manifest.json").read_text())
+    assert manifest["seed"] == 7
+    assert {f["action"] for f in manifest["inputs"]} == {"unchanged", "absent"}
+    assert (old / "manifest.json").read_text() == old_manifest  # published builds are immutable
+
+    listing = run_cli(["builds", "--data-dir", str(data_dir)], cli_env)
+    assert listing.returncode == 0
+    rows = [line for line in listing.stdout.splitlines() if old.name in line or new.name in line]
+    assert len(rows) == 2 and "* " + new.name in "\n".join(rows)
