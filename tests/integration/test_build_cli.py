@@ -167,3 +167,28 @@ def test_rebuild_reuses_unchanged_raw_tables_and_keeps_old_build(first_build, cl
     assert listing.returncode == 0
     rows = [line for line in listing.stdout.splitlines() if old.name in line or new.name in line]
     assert len(rows) == 2 and "* " + new.name in "\n".join(rows)
+
+
+def test_download_whose_bytes_do_not_match_fails_after_one_retry(first_build, cli_env, mimic_demo_dir):
+    """The real downloader against a local HTTP server serving the demo folder: its chartevents is a
+    reconstruction, so the bytes never match SHA256SUMS.txt."""
+    from tests.unit.fakes import FileServer
+
+    server = FileServer(mimic_demo_dir).start()
+    try:
+        env = {k: v for k, v in cli_env.items() if k != "EHRBENCH_MIMIC_IV_DIR"}
+        env["EHRBENCH_MIMIC_IV_URL"] = server.url
+        data_dir = first_build["data_dir"]
+        before = os.readlink(data_dir / "benchmarks" / "latest")
+        result = run_cli(["build", "--data-dir", str(data_dir)], env)
+    finally:
+        server.stop()
+    assert result.returncode == 1
+    line = error_line(result.stderr)
+    assert "icu/chartevents.csv.gz" in line and "downloaded twice" in line and "expected" in line
+    assert len(server.gets("icu/chartevents.csv.gz")) == 2
+    downloaded = data_dir / "raw" / "mimic-iv-demo-2.2"
+    assert (downloaded / "hosp" / "admissions.csv.gz").read_bytes() == (
+        mimic_demo_dir / "hosp" / "admissions.csv.gz").read_bytes()
+    assert not (downloaded / "icu" / "chartevents.csv.gz").exists()
+    assert os.readlink(data_dir / "benchmarks" / "latest") == before
