@@ -8,6 +8,7 @@ PREFECT_PORT ?= 4200
 PREFECT_HOST ?= 127.0.0.1
 API_URL := http://$(PREFECT_HOST):$(PREFECT_PORT)/api
 RUN_DIR := $(DATA_DIR)/run
+WORK_POOL ?= local
 MIMIC_IV_DIR ?= $(EHRBENCH_MIMIC_IV_DIR)
 EICU_DIR ?= $(EHRBENCH_EICU_DIR)
 
@@ -15,9 +16,35 @@ export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export PREFECT_HOME := $(DATA_DIR)/prefect
+export PREFECT_PROFILES_PATH := $(PREFECT_HOME)/profiles.toml
 export EHRBENCH_DATA_DIR := $(DATA_DIR)
 export EHRBENCH_MIMIC_IV_DIR := $(MIMIC_IV_DIR)
 export EHRBENCH_EICU_DIR := $(EICU_DIR)
+# prefect.yaml's pull step goes to {{ $$EHRBENCH_REPO_DIR }}: resolved by `prefect deploy`, else by the
+# worker's flow-run process at run time, so both get it.
+export EHRBENCH_REPO_DIR := $(CURDIR)
+
+# Shell functions for `server` and `stop`. Each background process is started with setsid, so the
+# PID in $(RUN_DIR)/<name>.pid is also its process group (uv + Prefect's python + children).
+# alive NAME: that process runs and is a Prefect command (not a recycled PID).
+# stop NAME: SIGTERM its process group, and the groups of its descendants (the worker starts each flow
+# run in a session of its own, which survives the worker), twice (a Prefect worker only exits on the
+# second), then SIGKILL.
+PROCESS_FUNCTIONS = \
+alive() { local p; p=$$(cat $(RUN_DIR)/$$1.pid 2>/dev/null) && kill -0 $$p 2>/dev/null \
+  && tr '\0' ' ' < /proc/$$p/cmdline 2>/dev/null | grep -q prefect; }; \
+descendants() { local c; for c in $$(pgrep -P $$1); do echo $$c; descendants $$c; done; }; \
+stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
+  [ -f $$f ] || { echo "$$1: not running"; return 0; }; p=$$(cat $$f); \
+  if kill -0 $$p 2>/dev/null && ! alive $$1; then echo "$$1: pid $$p is not ours any more; not touching it"; \
+  elif kill -0 -- -$$p 2>/dev/null; then \
+    groups=$$( { echo $$p; for i in $$(pgrep -g $$p); do descendants $$i; done \
+      | xargs -r ps -o pgid= -p; } | tr -d ' ' | sort -u); \
+    for sig in TERM TERM KILL; do n=$$((n+1)); for g in $$groups; do kill -$$sig -- -$$g 2>/dev/null; done; \
+      for i in $$(seq 1 30); do \
+        for g in $$groups; do kill -0 -- -$$g 2>/dev/null && break; done || break 2; sleep 0.5; done; done; \
+    echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
+  else echo "$$1: not running"; fi; rm -f $$f; }
 
 .PHONY: help install demo build builds test test-unit lint server deploy stop bench clean
 
@@ -47,32 +74,53 @@ test-unit: install ## unit tests only
 lint: ## ruff
 	$(UV) run ruff check src flows tests bench
 
-server: install ## start a local Prefect server, a `local` process work pool and a worker
+server: install ## start a local Prefect server, a `local` process work pool and a worker (PIDs in data/run/)
 	@mkdir -p $(RUN_DIR) $(PREFECT_HOME)
-	@if [ -f $(RUN_DIR)/server.pid ] && kill -0 $$(cat $(RUN_DIR)/server.pid) 2>/dev/null; then \
-	  echo "server already running (pid $$(cat $(RUN_DIR)/server.pid))"; else \
-	  nohup $(UV) run prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) \
-	    > $(RUN_DIR)/server.log 2>&1 & echo $$! > $(RUN_DIR)/server.pid; fi
-	@for i in $$(seq 1 90); do curl -fs $(API_URL)/health >/dev/null && break; sleep 1; done; \
-	  curl -fs $(API_URL)/health >/dev/null || { echo "server did not start; see $(RUN_DIR)/server.log"; exit 1; }
-	$(UV) run prefect config set PREFECT_API_URL=$(API_URL) >/dev/null
-	$(UV) run prefect work-pool inspect local >/dev/null 2>&1 || $(UV) run prefect work-pool create local --type process
-	@if [ -f $(RUN_DIR)/worker.pid ] && kill -0 $$(cat $(RUN_DIR)/worker.pid) 2>/dev/null; then \
-	  echo "worker already running (pid $$(cat $(RUN_DIR)/worker.pid))"; else \
-	  nohup $(UV) run prefect worker start --pool local --name ehrbench-local \
-	    > $(RUN_DIR)/worker.log 2>&1 & echo $$! > $(RUN_DIR)/worker.pid; fi
-	@echo "Prefect UI: http://$(PREFECT_HOST):$(PREFECT_PORT)  (logs in $(RUN_DIR))"
+	@$(PROCESS_FUNCTIONS); \
+	if alive server; then echo "Prefect server already running (pid $$(cat $(RUN_DIR)/server.pid)) at $(API_URL)"; \
+	elif (exec 3<>/dev/tcp/$(PREFECT_HOST)/$(PREFECT_PORT)) 2>/dev/null; then \
+	  echo "error: $(PREFECT_HOST):$(PREFECT_PORT) is already in use by a process this checkout did not start" \
+	       "(see: ss -ltnp 'sport = :$(PREFECT_PORT)'). Stop it, or use another port:" \
+	       "make server PREFECT_PORT=4300, then pass the same PREFECT_PORT to make deploy and make stop." >&2; exit 1; \
+	else \
+	  setsid nohup $(UV) run prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) \
+	    > $(RUN_DIR)/server.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/server.pid; \
+	  echo "starting Prefect server (pid $$(cat $(RUN_DIR)/server.pid)); log: $(RUN_DIR)/server.log"; \
+	fi; \
+	for i in $$(seq 1 120); do \
+	  curl -fs $(API_URL)/health >/dev/null && break; \
+	  alive server || { echo "error: the Prefect server exited; end of $(RUN_DIR)/server.log:" >&2; \
+	                    tail -n 20 $(RUN_DIR)/server.log >&2; rm -f $(RUN_DIR)/server.pid; exit 1; }; \
+	  sleep 1; done; \
+	curl -fs $(API_URL)/health >/dev/null || { echo "error: no answer from $(API_URL)/health after 120 s;" \
+	  "see $(RUN_DIR)/server.log" >&2; exit 1; }
+	@# The profile under PREFECT_HOME (= data/prefect, also named in .env) now points at this server, so
+	@# plain `uv run prefect …` in the repository root talks to it; `make stop` unsets it again.
+	@$(UV) run prefect config set PREFECT_API_URL=$(API_URL) >/dev/null
+	@$(UV) run prefect work-pool inspect $(WORK_POOL) >/dev/null 2>&1 || \
+	  $(UV) run prefect work-pool create $(WORK_POOL) --type process
+	@$(PROCESS_FUNCTIONS); \
+	if alive worker; then echo "Prefect worker already running (pid $$(cat $(RUN_DIR)/worker.pid))"; else \
+	  PREFECT_API_URL=$(API_URL) setsid nohup $(UV) run prefect worker start --pool $(WORK_POOL) \
+	    --name ehrbench-$(WORK_POOL) > $(RUN_DIR)/worker.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/worker.pid; \
+	  for i in $$(seq 1 60); do grep -q "started" $(RUN_DIR)/worker.log 2>/dev/null && break; \
+	    alive worker || { echo "error: the worker exited; end of $(RUN_DIR)/worker.log:" >&2; \
+	                      tail -n 20 $(RUN_DIR)/worker.log >&2; rm -f $(RUN_DIR)/worker.pid; exit 1; }; \
+	    sleep 1; done; \
+	  echo "started Prefect worker (pid $$(cat $(RUN_DIR)/worker.pid)) on pool '$(WORK_POOL)'; log: $(RUN_DIR)/worker.log"; \
+	fi
+	@echo "Prefect UI: http://$(PREFECT_HOST):$(PREFECT_PORT)   next: make deploy, then" \
+	      "uv run prefect deployment run build-benchmark/demo --watch"
 
-deploy: ## register the deployments of prefect.yaml with the running server
-	EHRBENCH_REPO_DIR=$(CURDIR) $(UV) run prefect --no-prompt deploy --all
+deploy: ## register prefect.yaml's deployments (build-benchmark/demo) with the server started by `make server`
+	@curl -fs $(API_URL)/health >/dev/null || { echo "error: no Prefect server at $(API_URL); run 'make server' first" >&2; exit 1; }
+	PREFECT_API_URL=$(API_URL) EHRBENCH_REPO_DIR=$(CURDIR) \
+	  EHRBENCH_MIMIC_IV_DIR=$(abspath $(MIMIC_IV_DIR)) EHRBENCH_EICU_DIR=$(abspath $(EICU_DIR)) \
+	  $(UV) run prefect --no-prompt deploy --all
 
-stop: ## stop the worker, then the server
-	@stop() { pid_file=$(RUN_DIR)/$$1.pid; [ -f $$pid_file ] || return 0; pid=$$(cat $$pid_file); \
-	  for attempt in 1 2 3 4 5 6 7 8 9 10; do kill -0 $$pid 2>/dev/null || break; \
-	    pkill -TERM -P $$pid 2>/dev/null; kill -TERM $$pid 2>/dev/null; sleep 1; done; \
-	  kill -0 $$pid 2>/dev/null && kill -KILL $$pid; rm -f $$pid_file; echo "stopped $$1"; }; \
-	  stop worker; stop server
-	-@$(UV) run prefect config unset PREFECT_API_URL -y >/dev/null 2>&1
+stop: ## stop the worker, then the server (by PID), and point the profile back at ephemeral mode
+	@$(PROCESS_FUNCTIONS); stop worker; stop server
+	@$(UV) run prefect config unset PREFECT_API_URL -y >/dev/null 2>&1 || true
 
 bench: install ## time and measure a cold demo build per stage
 	$(UV) run python bench/build_demo.py

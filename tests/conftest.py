@@ -18,6 +18,8 @@ os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 # Never use the checkout's data/prefect (named in .env) or ~/.prefect from tests.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="ehrbench-prefect-home-")
+os.environ["PREFECT_PROFILES_PATH"] = os.path.join(os.environ["PREFECT_HOME"], "profiles.toml")
+os.environ.pop("PREFECT_API_URL", None)
 
 
 def _demo_dir(name: str) -> Path:

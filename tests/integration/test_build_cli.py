@@ -29,7 +29,9 @@ def prefect_api_url():
 @pytest.fixture(scope="module")
 def cli_env(prefect_api_url, mimic_demo_dir, eicu_demo_dir, tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EHRBENCH_", "PREFECT_"))}
-    env.update(PREFECT_API_URL=prefect_api_url, DO_NOT_TRACK="1", PREFECT_HOME=str(tmp_path_factory.mktemp("ph")),
+    home = tmp_path_factory.mktemp("prefect-home")
+    env.update(PREFECT_API_URL=prefect_api_url, DO_NOT_TRACK="1", PREFECT_HOME=str(home),
+               PREFECT_PROFILES_PATH=str(home / "profiles.toml"),
                EHRBENCH_MIMIC_IV_DIR=str(mimic_demo_dir), EHRBENCH_EICU_DIR=str(eicu_demo_dir))
     return env
 

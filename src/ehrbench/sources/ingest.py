@@ -181,6 +181,8 @@ def _ensure_meta(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"""create table if not exists {META_SCHEMA}.loaded_files (
         schema_name varchar, table_name varchar, path varchar, sha256 varchar, layout_key varchar,
         row_count bigint, loaded_at timestamptz)""")
+    # Warehouses made before layout_key existed get the column (their tables then reload once).
+    con.execute(f"alter table {META_SCHEMA}.loaded_files add column if not exists layout_key varchar")
 
 
 def _loaded_checksum(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> str | None:

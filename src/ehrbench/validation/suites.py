@@ -62,7 +62,10 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
 
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
     absent = set(absent_sources)
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
     context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)  # they flood flow logs
     datasource = context.data_sources.add_sql(
         name="warehouse", connection_string="duckdb:///:memory:",
         kwargs={"creator": read_only_creator(warehouse)})

@@ -1,0 +1,220 @@
+"""The README's deployment workflow against a REAL Prefect server (not ephemeral mode).
+
+A `prefect server start` on a free port with a temporary PREFECT_HOME, the `local` process work pool, a
+worker, `prefect --no-prompt deploy --all` from the repository's prefect.yaml, then a run of
+`build-benchmark/demo` through the API. The data directory is temporary: the repository's data/ is
+never touched. Every process is started in its own session and its whole process group is stopped at
+teardown (worker before server; the worker needs a second SIGTERM).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+STAGES = ("ingest", "transform", "validate", "publish")
+ARTIFACT_KEYS = {"ingest-files", "ingest-summary", "transform-dbt", "validation-results",
+                 "validation-summary", "build-published"}
+FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _base_env(prefect_home: Path) -> dict[str, str]:
+    """The caller's environment without any Prefect or ehrbench setting, plus an isolated PREFECT_HOME.
+
+    Explicit variables win over the repository's .env, which Prefect reads when run from the repo root."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EHRBENCH_"))}
+    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DBT_SEND_ANONYMOUS_USAGE_STATS="false", PREFECT_HOME=str(prefect_home),
+               PREFECT_PROFILES_PATH=str(prefect_home / "profiles.toml"))
+    return env
+
+
+def _log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _process_groups(leader: int) -> set[int]:
+    """The process group `leader` and those of all its descendants (Linux /proc).
+
+    Prefect's process worker starts each flow run in a session of its own, which outlives the worker."""
+    children: dict[int, list[int]] = {}
+    group_of: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat.parent.name)
+            children.setdefault(int(fields[1]), []).append(pid)
+            group_of[pid] = int(fields[2])
+    todo = [pid for pid, group in group_of.items() if group == leader]
+    seen: set[int] = set()
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.add(pid)
+            todo.extend(children.get(pid, []))
+    return {leader} | {group_of[pid] for pid in seen}
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Background:
+    """A long-running Prefect command in its own session (process group = pid), logging to a file."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: Path, log_dir: Path):
+        self.name, self.log = name, log_dir / f"{name}.log"
+        self.groups: set[int] = set()
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen([PREFECT, *args], env=env, cwd=cwd, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def alive(self) -> bool:
+        return any(_group_alive(group) for group in self.groups | {self.proc.pid})
+
+    def stop(self) -> None:
+        """SIGTERM its process groups twice (Prefect's worker exits on the second), then SIGKILL."""
+        self.groups = _process_groups(self.proc.pid)
+        for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGKILL):
+            for group in self.groups:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(group, sig)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                self.proc.poll()  # reap the leader so that its group can disappear
+                if not self.alive():
+                    return
+                time.sleep(0.25)
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 180) -> str:
+    result = subprocess.run([PREFECT, *args], env=env, cwd=cwd, capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, f"prefect {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture
+def prefect_stack(tmp_path: Path) -> Iterator[dict]:
+    """A real Prefect server on a free port and its URL; the test adds the worker to `processes`."""
+    home, logs = tmp_path / "prefect", tmp_path / "logs"
+    home.mkdir()
+    logs.mkdir()
+    port = _free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    processes: list[Background] = []
+    try:
+        server = Background("server", ["server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                            _base_env(home), tmp_path, logs)
+        processes.append(server)
+        deadline = time.monotonic() + 180
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                    break
+            assert server.proc.poll() is None, f"Prefect server exited:\n{_log_tail(server.log)}"
+            assert time.monotonic() < deadline, \
+                f"Prefect server not healthy after 180 s:\n{_log_tail(server.log)}"
+            time.sleep(0.5)
+        yield {"api_url": api_url, "home": home, "logs": logs, "processes": processes, "tmp": tmp_path}
+    finally:
+        for process in reversed(processes):  # worker (added last) before server
+            process.stop()
+        leftovers = [p.name for p in processes if p.alive()]
+        assert not leftovers, f"processes left behind: {leftovers}"
+
+
+def _run_deployment(api: httpx.Client, flow_and_deployment: str, timeout: float) -> tuple[dict, list, set]:
+    """Run a deployment through the REST API and wait for a final state.
+
+    Returns the flow run, its subflow runs (with their flow's name) and the keys of their artifacts.
+    Plain HTTP: importing Prefect here would read the repository's .env (PREFECT_HOME=data/prefect)."""
+    deployment = api.get(f"/deployments/name/{flow_and_deployment}").raise_for_status().json()
+    flow_run = api.post(f"/deployments/{deployment['id']}/create_flow_run", json={}).raise_for_status().json()
+    deadline = time.monotonic() + timeout
+    while flow_run["state"]["type"] not in FINAL_STATES:
+        assert time.monotonic() < deadline, f"flow run still {flow_run['state']['type']} after {timeout} s"
+        time.sleep(2)
+        flow_run = api.get(f"/flow_runs/{flow_run['id']}").raise_for_status().json()
+    subflows = api.post("/flow_runs/filter", json={
+        "flow_runs": {"parent_flow_run_id": {"any_": [flow_run["id"]]}}}).raise_for_status().json()
+    for run in subflows:
+        run["flow_name"] = api.get(f"/flows/{run['flow_id']}").raise_for_status().json()["name"]
+    artifacts = api.post("/artifacts/filter", json={
+        "artifacts": {"flow_run_id": {"any_": [flow_run["id"], *(r["id"] for r in subflows)]}}},
+    ).raise_for_status().json()
+    return flow_run, subflows, {a["key"] for a in artifacts if a["key"]}
+
+
+def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_demo_dir, prefect_stack):
+    api_url, home, logs, tmp = (prefect_stack[k] for k in ("api_url", "home", "logs", "tmp"))
+    data_dir = tmp / "data"
+    client_env = {**_base_env(home), "PREFECT_API_URL": api_url}
+
+    _run(["work-pool", "create", "local", "--type", "process"], client_env, tmp)
+
+    # The worker is the flow runs' environment: it knows the server and the data directory, but not
+    # the repo or the source folders, which must come from the deployment (prefect.yaml templating).
+    worker_env = {**client_env, "EHRBENCH_DATA_DIR": str(data_dir), "PREFECT_WORKER_QUERY_SECONDS": "2"}
+    prefect_stack["processes"].append(Background(
+        "worker", ["worker", "start", "--pool", "local", "--name", "pytest-worker"], worker_env, tmp, logs))
+
+    deploy_env = {**client_env, "EHRBENCH_REPO_DIR": str(REPO), "EHRBENCH_MIMIC_IV_DIR": str(mimic_demo_dir),
+                  "EHRBENCH_EICU_DIR": str(eicu_demo_dir)}
+    out = _run(["--no-prompt", "deploy", "--all"], deploy_env, REPO)
+    assert "build-benchmark/demo" in out
+
+    # `{{ $VAR }}` in prefect.yaml is resolved at deploy time, in the pull step and in the parameters.
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        deployment = api.get("/deployments/name/build-benchmark/demo").raise_for_status().json()
+        assert deployment["pull_steps"] == [
+            {"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
+        assert deployment["parameters"]["mimic_iv_dir"] == str(mimic_demo_dir)
+        assert deployment["parameters"]["eicu_dir"] == str(eicu_demo_dir)
+
+        run, subflows, artifact_keys = _run_deployment(api, "build-benchmark/demo", timeout=600)
+    worker_log = _log_tail(logs / "worker.log", 60)
+    assert run["state"]["type"] == "COMPLETED", f"{run['state']}\n--- worker log ---\n{worker_log}"
+
+    assert sorted(r["flow_name"] for r in subflows) == sorted(STAGES), subflows
+    assert all(r["state"]["type"] == "COMPLETED" for r in subflows), [r["state"] for r in subflows]
+    assert artifact_keys >= ARTIFACT_KEYS, f"missing artifacts: {ARTIFACT_KEYS - artifact_keys}"
+
+    manifest = json.loads((data_dir / "benchmarks" / "latest" / "manifest.json").read_text())
+    assert manifest["parameters"]["mimic_iv_dir"] == str(mimic_demo_dir)
+    assert manifest["parameters"]["eicu_dir"] == str(eicu_demo_dir)
+    assert manifest["parameters"]["seed"] == 0 and manifest["parameters"]["strict_checksums"] is False
+    unverified = {f"{f['dataset']}.{f['table']}" for f in manifest["inputs"] if f["status"] == "unverified"}
+    assert "mimic_iv.chartevents" in unverified
+    assert not (REPO / "data" / "benchmarks" / manifest["build_id"]).exists()
