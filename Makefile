@@ -126,4 +126,4 @@ bench: install ## time and measure a cold demo build per stage
 	$(UV) run python bench/build_demo.py
 
 clean: ## remove the data directory's derived state (keeps data/raw downloads)
-	rm -rf $(DATA_DIR)/warehouse.duckdb $(DATA_DIR)/benchmarks $(DATA_DIR)/dbt
+	rm -rf $(DATA_DIR)/warehouse.duckdb $(DATA_DIR)/warehouse.duckdb.wal $(DATA_DIR)/benchmarks $(DATA_DIR)/dbt

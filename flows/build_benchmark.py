@@ -15,7 +15,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from ehrbench.manifest import InputFile, Manifest, StageTiming, package_versions
+from ehrbench.manifest import StageTiming, assemble_manifest
 from ehrbench.publish import discard, new_build_id, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, Edition, default_data_dir
 from ehrbench.warehouse import build_lock, connect, table_row_counts
@@ -64,29 +64,14 @@ def build_benchmark(
                 releases = ingest(parameters, layout)
             with stage("transform"):
                 dbt_runs = transform(layout)
-            files = [f for release in releases for f in release.files]
-            absent = [f"{f.dataset}.{f.table}" for f in files if f.status == "absent"]
+            absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
             with stage("validate"):
                 validation = validate(layout, absent)
             with connect(layout.warehouse, read_only=True) as con:
-                raw_counts = table_row_counts(con, ("raw_",))
-                built_counts = table_row_counts(con, ("staging_",))
-            manifest = Manifest(
-                build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
-                parameters=parameters, seed=parameters.seed,
-                sources={r.dataset: {"edition": r.edition, "version": r.version, "dir": r.source_dir,
-                                     "origin": r.origin} for r in releases},
-                packages=package_versions(),
-                inputs=[InputFile(dataset=f.dataset, table=f.table, path=f.path, required=f.required,
-                                  status=f.status, verification=str(f.verification), sha256=f.sha256,
-                                  expected_sha256=f.expected_sha256, rows=f.rows, action=f.action)
-                        for f in files],
-                raw_row_counts=raw_counts, built_row_counts=built_counts,
-                dbt={" ".join(run.command): run.summary for run in dbt_runs},
-                validation={name: {"success": r.success, "evaluated": r.evaluated,
-                                   "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
-                            for name, r in validation.items()},
-                stages=stages)
+                row_counts = {"raw": table_row_counts(con, ("raw_",)),
+                              "built": table_row_counts(con, ("staging_",))}
+            manifest = assemble_manifest(build_id, created_at, parameters, releases, dbt_runs, validation,
+                                         row_counts, stages)
             with stage("publish"):
                 folder = publish_build(layout, manifest)
         except BaseException:

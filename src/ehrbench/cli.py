@@ -45,6 +45,7 @@ def build(
     from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
 
     try:
+        _check_prefect_api()
         folder = build_benchmark(
             mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,
             eicu_dir=str(eicu_dir) if eicu_dir else None,
@@ -57,6 +58,21 @@ def build(
         _err.print(f"[bold red]ehrbench: error:[/] {str(exc).splitlines()[0]}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None
     typer.echo(folder)
+
+
+def _check_prefect_api() -> None:
+    """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast."""
+    import httpx
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        return  # ephemeral mode: Prefect starts a temporary server
+    try:
+        httpx.get(f"{url.rstrip('/')}/health", timeout=5).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise EhrbenchError(f"the Prefect API at {url} does not answer ({type(exc).__name__}); start it with "
+                            "'make server', or run 'make stop' to go back to a temporary server") from None
 
 
 @app.command()

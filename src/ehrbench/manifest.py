@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import importlib.metadata
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from ehrbench.settings import BuildParameters
+
+if TYPE_CHECKING:
+    from ehrbench.sources.ingest import ReleaseIngest
+    from ehrbench.transform import DbtRun
+    from ehrbench.validation import SuiteResult
 
 # Packages whose versions change what a build contains.
 RECORDED_PACKAGES = ("ehrbench", "prefect", "dbt-core", "dbt-duckdb", "duckdb", "great-expectations",
@@ -60,3 +67,26 @@ def package_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildParameters,
+                      releases: Sequence[ReleaseIngest], dbt_runs: Sequence[DbtRun],
+                      validation: Mapping[str, SuiteResult], row_counts: Mapping[str, dict[str, int]],
+                      stages: dict[str, StageTiming]) -> Manifest:
+    """The manifest of a finished build from what its stages reported."""
+    return Manifest(
+        build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
+        parameters=parameters, seed=parameters.seed,
+        sources={r.dataset: {"edition": r.edition, "version": r.version, "dir": r.source_dir, "origin": r.origin}
+                 for r in releases},
+        packages=package_versions(),
+        inputs=[InputFile(dataset=f.dataset, table=f.table, path=f.path, required=f.required, status=f.status,
+                          verification=str(f.verification), sha256=f.sha256, expected_sha256=f.expected_sha256,
+                          rows=f.rows, action=f.action)
+                for r in releases for f in r.files],
+        raw_row_counts=row_counts["raw"], built_row_counts=row_counts["built"],
+        dbt={" ".join(run.command): run.summary for run in dbt_runs},
+        validation={name: {"success": r.success, "evaluated": r.evaluated,
+                           "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
+                    for name, r in validation.items()},
+        stages=dict(stages))

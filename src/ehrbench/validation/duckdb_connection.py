@@ -56,6 +56,12 @@ class _BufferedConnection(ConnectionWrapper):
         return _BufferedCursor(self._raw, self)
 
 
-def read_only_creator(path: Path):
-    """A SQLAlchemy `creator` opening `path` read-only with buffered results."""
-    return lambda: _BufferedConnection(duckdb.connect(str(path), read_only=True))
+def read_only_creator(path: Path, schema: str):
+    """A SQLAlchemy `creator` opening `path` read-only with buffered results, `schema` as default schema."""
+
+    def connect() -> _BufferedConnection:
+        con = duckdb.connect(str(path), read_only=True)
+        con.execute(f"set schema = '{schema}'")
+        return _BufferedConnection(con)
+
+    return connect

@@ -68,7 +68,7 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # they flood flow logs
     datasource = context.data_sources.add_sql(
         name="warehouse", connection_string="duckdb:///:memory:",
-        kwargs={"creator": read_only_creator(warehouse)})
+        kwargs={"creator": read_only_creator(warehouse, suite["schema"])})
     outcomes: list[ExpectationOutcome] = []
     skipped: list[str] = []
     try:
@@ -81,7 +81,7 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
                 configs.append(item)
             if not configs:
                 continue
-            asset = datasource.add_table_asset(table, table_name=table, schema_name=suite["schema"])
+            asset = datasource.add_table_asset(table, table_name=table)
             batch = asset.add_batch_definition_whole_table("all").get_batch()
             gx_suite = gx.ExpectationSuite(name=f"{suite['name']}.{table}")
             for item in configs:
