@@ -1,0 +1,94 @@
+"""Export a warehouse schema as stand-alone database files: DuckDB and SQLite.
+
+Agent-facing files hold only the schema's tables. In SQLite, timestamps become
+`YYYY-MM-DD HH:MM:SS` text and dates `YYYY-MM-DD`, so that SQLite's date functions
+(`strftime`, `datetime`) used by the published gold SQL work on them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import duckdb
+
+_BATCH = 50_000
+_SQLITE_TYPES = {"BOOLEAN": "INTEGER", "TINYINT": "INTEGER", "SMALLINT": "INTEGER", "INTEGER": "INTEGER",
+                 "BIGINT": "INTEGER", "HUGEINT": "INTEGER", "FLOAT": "REAL", "DOUBLE": "REAL"}
+
+
+def schema_tables(con: duckdb.DuckDBPyConnection, catalog: str, schema: str) -> list[str]:
+    rows = con.execute("select table_name from information_schema.tables where table_catalog = ? "
+                       "and table_schema = ? order by table_name", [catalog, schema]).fetchall()
+    return [name for (name,) in rows]
+
+
+def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: Path) -> dict[str, int]:
+    """Write every table of `schema` to `duckdb_path` and `sqlite_path`; return row counts per table."""
+    for path in (duckdb_path, sqlite_path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            raise FileExistsError(f"{path} exists; database files of a build are written once")
+    # The export file is the writable main database; the warehouse is attached read-only under its own
+    # catalog name (its views refer to it by that name).
+    con = duckdb.connect(str(duckdb_path))
+    try:
+        con.execute("set enable_progress_bar = false")
+        source = warehouse.stem
+        con.execute(f"attach '{warehouse}' as \"{source}\" (read_only)")
+        tables = schema_tables(con, source, schema)
+        if not tables:
+            raise ValueError(f"schema {schema!r} has no tables in {warehouse}; was its dbt profile built?")
+        counts = {}
+        for table in tables:
+            con.execute(f'create table main."{table}" as select * from "{source}"."{schema}"."{table}"')
+            counts[table] = con.execute(f'select count(*) from main."{table}"').fetchone()[0]
+        con.execute(f'detach "{source}"')
+        _write_sqlite(con, tables, sqlite_path)
+    except BaseException:
+        con.close()
+        duckdb_path.unlink(missing_ok=True)
+        sqlite_path.unlink(missing_ok=True)
+        raise
+    con.close()
+    return counts
+
+
+def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path: Path) -> None:
+    """Copy the exported tables (in `con`'s main schema) into a new SQLite file."""
+    target = sqlite3.connect(sqlite_path)
+    try:
+        for table in tables:
+            columns = con.execute(
+                "select column_name, data_type from information_schema.columns "
+                "where table_catalog = current_database() and table_schema = 'main' and table_name = ? "
+                "order by ordinal_position", [table]).fetchall()
+            definitions = ", ".join(f'"{name}" {_sqlite_type(kind)}' for name, kind in columns)
+            target.execute(f'create table "{table}" ({definitions})')
+            select = ", ".join(_as_sqlite_value(name, kind) for name, kind in columns)
+            result = con.execute(f'select {select} from main."{table}"')
+            placeholders = ", ".join("?" for _ in columns)
+            while batch := result.fetchmany(_BATCH):
+                target.executemany(f'insert into "{table}" values ({placeholders})', batch)
+        target.commit()
+    finally:
+        target.close()
+
+
+def _sqlite_type(duckdb_type: str) -> str:
+    if duckdb_type.startswith("DECIMAL"):
+        return "REAL"
+    return _SQLITE_TYPES.get(duckdb_type, "TEXT")
+
+
+def _as_sqlite_value(name: str, duckdb_type: str) -> str:
+    column = f'"{name}"'
+    if duckdb_type.startswith("TIMESTAMP"):
+        return f"strftime({column}, '%Y-%m-%d %H:%M:%S')"
+    if duckdb_type == "DATE":
+        return f"strftime({column}, '%Y-%m-%d')"
+    if duckdb_type.startswith("DECIMAL"):
+        return f"{column}::double"
+    if duckdb_type in _SQLITE_TYPES:
+        return column
+    return f"{column}::varchar"
