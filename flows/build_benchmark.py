@@ -1,6 +1,6 @@
 """build-benchmark: the whole pipeline, one subflow per stage.
 
-    ingest → transform (dbt) → validate (GX) → publish
+    ingest → transform (dbt staging) → validate (GX) → databases (dbt profiles, export) → publish
 
 Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
 Only one build runs at a time (the DuckDB warehouse has a single writer).
@@ -16,9 +16,11 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from ehrbench.manifest import StageTiming, assemble_manifest
+from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
 from ehrbench.publish import discard, new_build_id, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, Edition, default_data_dir
 from ehrbench.warehouse import build_lock, connect, table_row_counts
+from flows.databases import build_databases
 from flows.ingest import ingest
 from flows.publish import publish_build
 from flows.transform import transform
@@ -33,6 +35,10 @@ def build_benchmark(
     seed: int = 0,
     mimic_iv_edition: Edition = "demo",
     eicu_edition: Edition = "demo",
+    current_time: str | None = None,
+    start_year: int | None = None,
+    time_span: int | None = None,
+    eicu_preset: str = "ehrchatqa",
     data_dir: str | None = None,
 ) -> str:
     """Build a benchmark from raw MIMIC-IV and eICU files; returns the published build folder.
@@ -43,7 +49,10 @@ def build_benchmark(
     logger = get_run_logger()
     parameters = BuildParameters.from_environment(
         mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
-        mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition)
+        mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
+        start_year=start_year, time_span=time_span, eicu_preset=eicu_preset)
+    dbt_vars = profile_vars(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
+                            start_year=parameters.start_year, time_span=parameters.time_span)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_id = new_build_id(layout.benchmarks)
     created_at = datetime.now(UTC)
@@ -58,7 +67,7 @@ def build_benchmark(
 
     with build_lock(layout.build_lock, build_id):
         logger.info("Build %s: data in %s", build_id, layout.root)
-        staging_dir(layout.benchmarks, build_id)
+        build_dir = staging_dir(layout.benchmarks, build_id)
         try:
             with stage("ingest"):
                 releases = ingest(parameters, layout)
@@ -67,11 +76,13 @@ def build_benchmark(
             absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
             with stage("validate"):
                 validation = validate(layout, absent)
+            with stage("databases"):
+                profile_run, databases = build_databases(layout, build_dir, dbt_vars)
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
-                              "built": table_row_counts(con, ("staging_",))}
-            manifest = assemble_manifest(build_id, created_at, parameters, releases, dbt_runs, validation,
-                                         row_counts, stages)
+                              "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
+            manifest = assemble_manifest(build_id, created_at, parameters, releases, [*dbt_runs, profile_run],
+                                         validation, row_counts, stages, dbt_vars, databases)
             with stage("publish"):
                 folder = publish_build(layout, manifest)
         except BaseException:

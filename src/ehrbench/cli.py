@@ -34,6 +34,12 @@ def build(
     seed: Annotated[int, typer.Option(help="Seed for every random choice of the build.")] = 0,
     mimic_iv_edition: Annotated[str, typer.Option(help="Release to download: demo or full.")] = "demo",
     eicu_edition: Annotated[str, typer.Option(help="Release to download: demo or full.")] = "demo",
+    current_time: Annotated[str | None, typer.Option(
+        help="'Now' of the time-shifted databases (YYYY-MM-DD HH:MM:SS). Default 2100-12-31 23:59:00.")] = None,
+    start_year: Annotated[int | None, typer.Option(help="First year of the shifted range. Default 2100.")] = None,
+    time_span: Annotated[int | None, typer.Option(help="Years first visits spread over. Default 0.")] = None,
+    eicu_preset: Annotated[str, typer.Option(
+        help="eICU time constants: ehrchatqa (2100, span 0) or ehrsql2022 (2100-2105).")] = "ehrchatqa",
     data_dir: DataDir = None,
 ) -> None:
     """Run the build-benchmark flow (same parameters as the Prefect deployment)."""
@@ -50,7 +56,8 @@ def build(
             mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,
             eicu_dir=str(eicu_dir) if eicu_dir else None,
             strict_checksums=strict_checksums, seed=seed, mimic_iv_edition=mimic_iv_edition,
-            eicu_edition=eicu_edition, data_dir=str(root))
+            eicu_edition=eicu_edition, current_time=current_time, start_year=start_year, time_span=time_span,
+            eicu_preset=eicu_preset, data_dir=str(root))
     except EhrbenchError as exc:
         _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(1) from None

@@ -41,7 +41,9 @@ def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: 
             raise ValueError(f"schema {schema!r} has no tables in {warehouse}; was its dbt profile built?")
         counts = {}
         for table in tables:
-            con.execute(f'create table main."{table}" as select * from "{source}"."{schema}"."{table}"')
+            # A total, reproducible row order (row_id first where the schema has one): gold SQL with a
+            # LIMIT but no ORDER BY must see the rows in the same order in every build.
+            con.execute(f'create table main."{table}" as select * from "{source}"."{schema}"."{table}" order by all')
             counts[table] = con.execute(f'select count(*) from main."{table}"').fetchone()[0]
         con.execute(f'detach "{source}"')
         _write_sqlite(con, tables, sqlite_path)

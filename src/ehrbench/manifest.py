@@ -52,6 +52,9 @@ class Manifest(BaseModel):
     built_row_counts: dict[str, int]
     dbt: dict[str, dict[str, int]] = Field(default_factory=dict, description="dbt command -> status counts")
     validation: dict[str, dict] = Field(default_factory=dict, description="suite -> GX summary")
+    profile_vars: dict[str, dict] = Field(default_factory=dict, description="dbt vars of each database profile")
+    databases: dict[str, dict] = Field(default_factory=dict,
+                                       description="<profile>/<database> -> schema, files, row counts")
     stages: dict[str, StageTiming] = Field(default_factory=dict)
 
     @property
@@ -72,7 +75,8 @@ def package_versions() -> dict[str, str]:
 def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildParameters,
                       releases: Sequence[ReleaseIngest], dbt_runs: Sequence[DbtRun],
                       validation: Mapping[str, SuiteResult], row_counts: Mapping[str, dict[str, int]],
-                      stages: dict[str, StageTiming]) -> Manifest:
+                      stages: dict[str, StageTiming], profile_vars: dict[str, dict] | None = None,
+                      databases: dict[str, dict] | None = None) -> Manifest:
     """The manifest of a finished build from what its stages reported."""
     return Manifest(
         build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
@@ -89,4 +93,4 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
         validation={name: {"success": r.success, "evaluated": r.evaluated,
                            "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
                     for name, r in validation.items()},
-        stages=dict(stages))
+        stages=dict(stages), profile_vars=profile_vars or {}, databases=databases or {})

@@ -24,7 +24,15 @@ class BuildParameters(BaseModel):
     mimic_iv_edition: Edition = Field("demo", description="Which MIMIC-IV release to download: demo or full.")
     eicu_edition: Edition = Field("demo", description="Which eICU release to download: demo or full.")
     strict_checksums: bool = Field(False, description="Fail on local files that do not match SHA256SUMS.txt.")
-    seed: int = Field(0, ge=0, description="Seed for every random choice of the build.")
+    seed: int = Field(0, ge=0, description="Seed for every random choice of the build (0 reproduces the "
+                                           "published EHRSQL databases).")
+    current_time: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$", description=(
+        "'Now' of the time-shifted databases, YYYY-MM-DD HH:MM:SS; default 2100-12-31 23:59:00 "
+        "(per eICU preset)."))
+    start_year: int | None = Field(None, ge=1900, description="First year of the shifted range (default 2100).")
+    time_span: int | None = Field(None, ge=0, description="Years the shifted first visits spread over (default 0).")
+    eicu_preset: Literal["ehrchatqa", "ehrsql2022"] = Field(
+        "ehrchatqa", description="eICU time constants: EHR-ChatQA's (2100, span 0) or EHRSQL-2022's (2100-2105).")
 
     @classmethod
     def from_environment(cls, **overrides) -> BuildParameters:

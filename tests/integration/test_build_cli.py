@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -96,7 +97,7 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
     assert raw["raw_eicu.lab"] == 29_961  # the subset documented in shared/data/README.md
     assert raw["raw_eicu.intakeoutput"] == 100_466
     assert raw["raw_eicu.vitalperiodic"] == 0
-    built = manifest["built_row_counts"]
+    built = {name: count for name, count in manifest["built_row_counts"].items() if name.startswith("staging_")}
     assert len(built) == 26
     for name, count in built.items():  # staging cleans values but never drops rows
         schema, model = name.split(".")
@@ -110,6 +111,27 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
     assert any("vitalperiodic" in s for s in manifest["validation"]["staging_eicu"]["skipped"])
     assert set(manifest["stages"]) >= {"ingest", "transform", "validate"}
     assert manifest["dbt"]["build --select staging"]["warn"] == 1  # the empty optional vitalperiodic
+    assert set(manifest["stages"]) >= {"databases"}
+
+
+def test_build_exports_the_benchmark_databases(first_build):
+    folder = first_build["folder"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["databases"]) == {"ehrsql2024/mimic_iv", "ehrsql_eicu/eicu"}
+    assert manifest["profile_vars"]["ehrsql2024"]["current_time"] == "2100-12-31 23:59:00"
+    mimic = manifest["databases"]["ehrsql2024/mimic_iv"]
+    assert (folder / mimic["duckdb"]).is_file() and (folder / mimic["sqlite"]).is_file()
+    assert mimic["row_counts"]["patients"] == 94  # DESIGN §5.1: 4 current + 90 discharged patients
+    assert len(mimic["row_counts"]) == 17  # the EHRSQL-2024 schema
+    lite = sqlite3.connect(folder / mimic["sqlite"])
+    try:
+        assert lite.execute("select count(*) from patients").fetchone() == (94,)
+        latest = lite.execute("select max(admittime) from admissions").fetchone()[0]
+        assert "2100-01-01 00:00:00" <= latest <= "2100-12-31 23:59:00"
+    finally:
+        lite.close()
+    eicu = manifest["databases"]["ehrsql_eicu/eicu"]
+    assert eicu["row_counts"]["patient"] > 0 and eicu["row_counts"]["vitalperiodic"] == 0
 
 
 def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(first_build, cli_env):

@@ -56,12 +56,22 @@ class _BufferedConnection(ConnectionWrapper):
         return _BufferedCursor(self._raw, self)
 
 
-def read_only_creator(path: Path, schema: str):
-    """A SQLAlchemy `creator` opening `path` read-only with buffered results, `schema` as default schema."""
+class ReadOnlyConnections:
+    """A SQLAlchemy `creator` opening `path` read-only with buffered results and `schema` as default
+    schema; `close_all()` closes every connection it made, so that a later writer (dbt) in this process
+    can open the file with its own configuration (DuckDB refuses mixed configurations per file)."""
 
-    def connect() -> _BufferedConnection:
-        con = duckdb.connect(str(path), read_only=True)
-        con.execute(f"set schema = '{schema}'")
+    def __init__(self, path: Path, schema: str) -> None:
+        self._path, self._schema = path, schema
+        self._opened: list[duckdb.DuckDBPyConnection] = []
+
+    def __call__(self) -> _BufferedConnection:
+        con = duckdb.connect(str(self._path), read_only=True)
+        con.execute(f"set schema = '{self._schema}'")
+        self._opened.append(con)
         return _BufferedConnection(con)
 
-    return connect
+    def close_all(self) -> None:
+        for con in self._opened:
+            con.close()
+        self._opened.clear()

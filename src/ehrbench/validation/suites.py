@@ -58,17 +58,18 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
     import great_expectations as gx  # slow import; keep the library importable without paying it
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
-    from ehrbench.validation.duckdb_connection import read_only_creator
+    from ehrbench.validation.duckdb_connection import ReadOnlyConnections
 
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
     absent = set(absent_sources)
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    connections = ReadOnlyConnections(warehouse, suite["schema"])
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # they flood flow logs
     datasource = context.data_sources.add_sql(
         name="warehouse", connection_string="duckdb:///:memory:",
-        kwargs={"creator": read_only_creator(warehouse, suite["schema"])})
+        kwargs={"creator": connections})
     outcomes: list[ExpectationOutcome] = []
     skipped: list[str] = []
     try:
@@ -98,7 +99,8 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
                     success=bool(r.success), observed=None if observed is None else str(observed),
                     unexpected_count=r.result.get("unexpected_count"), error=error))
     finally:
-        datasource.get_execution_engine().engine.dispose()  # release the read-only handles
+        datasource.get_execution_engine().engine.dispose()
+        connections.close_all()  # release the read-only handles before dbt writes again
     failed = [o for o in outcomes if not o.success]
     return SuiteResult(name=suite["name"], success=not failed, evaluated=len(outcomes), failed=failed,
                        skipped=skipped, outcomes=outcomes)

@@ -1,0 +1,106 @@
+"""Named parameter sets of the compatibility profiles, as dbt `--vars` dicts.
+
+The `ehrsql_eicu` dbt profile (dbt_project/models/ehrsql_eicu/) reads one var dict
+`ehrsql_eicu = {current_time, start_year, time_span, seed}`:
+- `start_year`, `time_span`: each patient's first hospital discharge year is shifted to a year drawn
+  from start_year … start_year + time_span (inclusive; weights 1, 2, …, time_span + 1, so later
+  years are likelier); the patient's later years keep their distance from the first one.
+- `current_time`: "now"; stays admitted later are dropped, later event times dropped/NULL.
+- `seed`: numpy default_rng(seed) for the first years, the stratified dates and the cost draws.
+
+dbt replaces (does not merge) a project var given with --vars, so these helpers always return
+the complete dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EICU_PRESETS: dict[str, dict[str, Any]] = {
+    # EHR-ChatQA's eICU database (the dbt project default).
+    "ehrchatqa": {"current_time": "2100-12-31 23:59:00", "start_year": 2100, "time_span": 0, "seed": 0},
+    # EHRSQL (2022) eICU: years 2100–2105, now = end of 2105.
+    "ehrsql2022": {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0},
+}
+
+
+def eicu_vars(preset: str = "ehrchatqa", **overrides: Any) -> dict[str, dict[str, Any]]:
+    """The `--vars` dict for the ehrsql_eicu profile: a named preset with keyword overrides.
+
+    >>> eicu_vars("ehrsql2022", seed=3)["ehrsql_eicu"]["seed"]
+    3
+    """
+    if preset not in EICU_PRESETS:
+        raise ValueError(f"unknown eICU preset {preset!r}; choose one of {', '.join(sorted(EICU_PRESETS))}")
+    params = dict(EICU_PRESETS[preset])
+    unknown = sorted(set(overrides) - set(params))
+    if unknown:
+        raise ValueError(f"unknown ehrsql_eicu parameter(s) {', '.join(unknown)}; "
+                         f"expected {', '.join(params)}")
+    params.update(overrides)
+    _check(params)
+    return {"ehrsql_eicu": params}
+
+
+def _check(params: dict[str, Any]) -> None:
+    from datetime import datetime
+
+    for key in ("start_year", "time_span", "seed"):
+        if not isinstance(params[key], int) or isinstance(params[key], bool):
+            raise ValueError(f"ehrsql_eicu {key} must be an integer, got {params[key]!r}")
+    if params["time_span"] < 0 or params["seed"] < 0:
+        raise ValueError("ehrsql_eicu time_span and seed must be >= 0")
+    try:
+        now = datetime.strptime(params["current_time"], "%Y-%m-%d %H:%M:%S")
+    except (TypeError, ValueError):
+        raise ValueError(f"ehrsql_eicu current_time must read 'YYYY-MM-DD HH:MM:SS', "
+                         f"got {params['current_time']!r}") from None
+    if now.year < params["start_year"]:
+        raise ValueError(f"ehrsql_eicu current_time {params['current_time']} lies before start_year "
+                         f"{params['start_year']}")
+
+
+# --- the benchmark databases built by dbt and exported into every build --------------------------
+
+EHRSQL2024_DEFAULTS: dict[str, Any] = {"current_time": "2100-12-31 23:59:00", "start_year": 2100, "time_span": 0,
+                                       "seed": 0, "num_patients": 100, "current_ratio": 0.1}
+
+
+@dataclass(frozen=True)
+class BenchmarkDatabase:
+    """One exported database: dbt folder `models/<profile>/<database>/`, warehouse schema
+    `<profile>__<database>`, files `db/<profile>/<database>.duckdb|.sqlite` in the build."""
+
+    profile: str
+    database: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.profile}/{self.database}"
+
+    @property
+    def schema(self) -> str:
+        return f"{self.profile}__{self.database}"
+
+    def files(self, build_dir: Path) -> tuple[Path, Path]:
+        stem = build_dir / "db" / self.profile / self.database
+        return stem.with_suffix(".duckdb"), stem.with_suffix(".sqlite")
+
+
+BENCHMARK_DATABASES: tuple[BenchmarkDatabase, ...] = (
+    BenchmarkDatabase("ehrsql2024", "mimic_iv"),
+    BenchmarkDatabase("ehrsql_eicu", "eicu"),
+)
+
+
+def profile_vars(seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: Any) -> dict[str, dict[str, Any]]:
+    """dbt `--vars` for every profile. The build seed drives every draw (0 reproduces the published
+    databases); `time_overrides` (current_time, start_year, time_span) apply to all profiles."""
+    overrides = {k: v for k, v in time_overrides.items() if v is not None}
+    unknown = sorted(set(overrides) - {"current_time", "start_year", "time_span"})
+    if unknown:
+        raise ValueError(f"unknown time parameter(s) {', '.join(unknown)}")
+    mimic = {**EHRSQL2024_DEFAULTS, **overrides, "seed": seed}
+    return {"ehrsql2024": mimic, **eicu_vars(eicu_preset, seed=seed, **overrides)}

@@ -1,0 +1,77 @@
+"""The named parameter sets of the ehrsql_eicu profile and the --vars dict built from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ehrbench.profiles import EICU_PRESETS, eicu_vars
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_default_is_ehrchatqa():
+    assert eicu_vars() == {"ehrsql_eicu": {"current_time": "2100-12-31 23:59:00", "start_year": 2100,
+                                           "time_span": 0, "seed": 0}}
+
+
+def test_ehrsql2022_preset():
+    params = eicu_vars("ehrsql2022")["ehrsql_eicu"]
+    assert params == {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0}
+
+
+def test_overrides_replace_single_keys_and_leave_presets_alone():
+    params = eicu_vars("ehrsql2022", seed=7)["ehrsql_eicu"]
+    assert params["seed"] == 7 and params["time_span"] == 5
+    assert EICU_PRESETS["ehrsql2022"]["seed"] == 0
+
+
+def test_dbt_project_default_matches_the_ehrchatqa_preset():
+    project = yaml.safe_load((REPO / "dbt_project" / "dbt_project.yml").read_text())
+    assert project["vars"]["ehrsql_eicu"] == EICU_PRESETS["ehrchatqa"]
+
+
+@pytest.mark.parametrize("preset, overrides, message", [
+    ("mimic", {}, "unknown eICU preset"),
+    ("ehrchatqa", {"num_patients": 10}, "unknown ehrsql_eicu parameter"),
+    ("ehrchatqa", {"seed": "1"}, "seed must be an integer"),
+    ("ehrchatqa", {"time_span": -1}, ">= 0"),
+    ("ehrchatqa", {"current_time": "2100-12-31"}, "YYYY-MM-DD HH:MM:SS"),
+    ("ehrchatqa", {"current_time": "2099-12-31 23:59:00"}, "before start_year"),
+])
+def test_bad_parameters_are_refused(preset, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        eicu_vars(preset, **overrides)
+
+
+def test_profile_vars_default_is_the_published_constants_for_both_databases():
+    from ehrbench.profiles import profile_vars
+
+    dbt_vars = profile_vars(seed=0)
+    for name in ("ehrsql2024", "ehrsql_eicu"):
+        assert dbt_vars[name]["current_time"] == "2100-12-31 23:59:00"
+        assert dbt_vars[name]["start_year"] == 2100 and dbt_vars[name]["time_span"] == 0
+        assert dbt_vars[name]["seed"] == 0
+    assert dbt_vars["ehrsql2024"]["num_patients"] == 100 and dbt_vars["ehrsql2024"]["current_ratio"] == 0.1
+
+
+def test_profile_vars_seed_and_time_overrides_reach_every_profile():
+    from ehrbench.profiles import profile_vars
+
+    dbt_vars = profile_vars(seed=7, eicu_preset="ehrsql2022", current_time="2106-06-30 12:00:00", time_span=None)
+    assert dbt_vars["ehrsql2024"]["seed"] == dbt_vars["ehrsql_eicu"]["seed"] == 7
+    assert dbt_vars["ehrsql2024"]["current_time"] == dbt_vars["ehrsql_eicu"]["current_time"] == "2106-06-30 12:00:00"
+    assert dbt_vars["ehrsql_eicu"]["time_span"] == 5  # None keeps the preset's value
+    with pytest.raises(ValueError, match="nowish"):
+        profile_vars(seed=0, nowish="x")
+
+
+def test_benchmark_database_names_one_schema_and_two_files(tmp_path):
+    from ehrbench.profiles import BENCHMARK_DATABASES, BenchmarkDatabase
+
+    db = BenchmarkDatabase("renamed", "eicu")
+    assert db.schema == "renamed__eicu" and db.key == "renamed/eicu"
+    assert db.files(tmp_path) == (tmp_path / "db/renamed/eicu.duckdb", tmp_path / "db/renamed/eicu.sqlite")
+    assert len({d.schema for d in BENCHMARK_DATABASES}) == len(BENCHMARK_DATABASES)
