@@ -66,7 +66,7 @@ builds: ## list published builds
 	$(UV) run ehrbench builds
 
 test: install ## the whole test suite (unit + integration)
-	$(UV) run pytest
+	$(UV) run pytest -n 2 --dist loadfile
 
 test-unit: install ## unit tests only
 	$(UV) run pytest -m "not integration"
