@@ -42,3 +42,49 @@
 {% macro ehrsql2024_loaded(column_name) -%}
     case when {{ column_name }} in ('', '-nan', 'nan', 'null', 'n/a') then null else {{ column_name }} end
 {%- endmacro %}
+
+{#- An ICD dictionary (d_icd_diagnoses / d_icd_procedures): codes become 'icd<version>|<code>'; rows whose title
+    is in `dropped_titles` go; then the first row of a duplicated code, then of a duplicated title, is kept. -#}
+{% macro ehrsql2024_icd_dictionary(staging_model, dropped_titles=[]) %}
+with codes as (
+
+    select
+        row_number() over () as file_row,
+        'icd' || cast(icd_version as varchar) || '|' || {{ ehrsql2024_text('icd_code') }} as icd_code,
+        {{ ehrsql2024_text('long_title') }} as long_title
+    from {{ ref(staging_model) }}
+
+),
+
+kept as (
+
+    select * from codes
+    {% if dropped_titles %}
+    where long_title is null
+       or long_title not in ({% for title in dropped_titles %}'{{ title }}'{{ ", " if not loop.last }}{% endfor %})
+    {% endif %}
+
+),
+
+unique_codes as (
+
+    select * from kept
+    where icd_code is not null and long_title is not null
+    qualify row_number() over (partition by icd_code order by file_row) = 1
+
+),
+
+unique_titles as (
+
+    select * from unique_codes
+    qualify row_number() over (partition by long_title order by file_row) = 1
+
+)
+
+select
+    row_number() over (order by file_row) - 1 as row_id,
+    icd_code,
+    {{ ehrsql2024_loaded('long_title') }} as long_title
+from unique_titles
+order by row_id
+{% endmacro %}
