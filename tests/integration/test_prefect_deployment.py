@@ -155,6 +155,20 @@ def prefect_stack(tmp_path: Path) -> Iterator[dict]:
         assert not leftovers, f"processes left behind: {leftovers}"
 
 
+class _RetryingTransport(httpx.HTTPTransport):
+    """Retries 502/503/504 with backoff, as Prefect's own client does: the server answers 503 while its
+    SQLite database is busy (seen when the suite runs on two workers)."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        for delay in (0.5, 1, 2, 4, 8):
+            response = super().handle_request(request)
+            if response.status_code not in (502, 503, 504):
+                return response
+            response.close()
+            time.sleep(delay)
+        return super().handle_request(request)
+
+
 def _run_deployment(api: httpx.Client, flow_and_deployment: str, timeout: float) -> tuple[dict, list, set]:
     """Run a deployment through the REST API and wait for a final state.
 
@@ -196,7 +210,7 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
     assert "build-benchmark/demo" in out
 
     # `{{ $VAR }}` in prefect.yaml is resolved at deploy time, in the pull step and in the parameters.
-    with httpx.Client(base_url=api_url, timeout=30) as api:
+    with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:
         deployment = api.get("/deployments/name/build-benchmark/demo").raise_for_status().json()
         assert deployment["pull_steps"] == [
             {"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
