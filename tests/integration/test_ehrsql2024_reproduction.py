@@ -7,7 +7,6 @@ import json
 import sqlite3
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from ehrbench.ehrsql import format_answer, prepare_gold_sql
@@ -16,6 +15,7 @@ from ehrbench.profiles import BenchmarkDatabase
 from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
 from ehrbench.transform import run_dbt
+from ehrbench.warehouse import connect
 from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.integration
@@ -31,11 +31,8 @@ def ehrsql2024_sqlite(mimic_demo_dir, tmp_path_factory) -> Path:
         pytest.skip(f"EHRSQL-2024 data not found at {EHRSQL_2024}")
     root = tmp_path_factory.mktemp("ehrsql2024")
     warehouse = root / "warehouse.duckdb"
-    con = duckdb.connect(str(warehouse))
-    try:
+    with connect(warehouse) as con:
         ingest_release(con, release_for("mimic_iv"), mimic_demo_dir, origin="local")
-    finally:
-        con.close()
     run = run_dbt(["build", "--select", "staging.mimic_iv", "ehrsql2024"], warehouse=warehouse,
                   work_dir=root / "dbt")
     assert run.count("error") == 0 and run.count("fail") == 0 and run.count("warn") == 0

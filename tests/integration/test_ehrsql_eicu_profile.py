@@ -13,6 +13,7 @@ from ehrbench.profiles import eicu_vars
 from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
 from ehrbench.transform import run_dbt
+from ehrbench.warehouse import connect
 
 pytestmark = pytest.mark.integration
 
@@ -49,11 +50,8 @@ def profile_builds(eicu_demo_dir, tmp_path_factory):
     """One warehouse (eICU demo only), the profile built four times; snapshots and facts after each."""
     root = tmp_path_factory.mktemp("ehrsql_eicu")
     warehouse = root / "warehouse.duckdb"
-    con = duckdb.connect(str(warehouse))
-    try:
+    with connect(warehouse) as con:
         ingest_release(con, release_for("eicu"), eicu_demo_dir, origin="local")
-    finally:
-        con.close()
 
     def build(command: str, vars: dict):
         run = run_dbt([command, "--select", "models/ehrsql_eicu"], warehouse=warehouse, work_dir=root / "dbt",

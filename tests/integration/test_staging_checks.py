@@ -14,6 +14,7 @@ from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
 from ehrbench.transform import run_dbt
 from ehrbench.validation import load_suite, validate_suite
+from ehrbench.warehouse import connect
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 def staged_warehouse(mimic_demo_dir, eicu_demo_dir, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("warehouse")
     warehouse = root / "warehouse.duckdb"
-    con = duckdb.connect(str(warehouse))
-    try:
+    with connect(warehouse) as con:
         for dataset, folder in (("mimic_iv", mimic_demo_dir), ("eicu", eicu_demo_dir)):
             ingest_release(con, release_for(dataset), folder, origin="local")
-    finally:
-        con.close()
     run = run_dbt(["build", "--select", "staging"], warehouse=warehouse, work_dir=root / "dbt")
     assert run.count("error") == 0 and run.count("fail") == 0
     assert run.count("success") == 26  # one view per staged table
