@@ -6,7 +6,6 @@ A published folder is never modified again; a failed build removes its `.tmp` fo
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from datetime import UTC, datetime
@@ -82,10 +81,3 @@ def _write_durably(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
 
-
-def finished_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def dump_json(path: Path, payload) -> None:
-    _write_durably(path, json.dumps(payload, indent=2, default=str))
