@@ -43,14 +43,22 @@
     case when {{ column_name }} in ('', '-nan', 'nan', 'null', 'n/a') then null else {{ column_name }} end
 {%- endmacro %}
 
-{#- An ICD dictionary (d_icd_diagnoses / d_icd_procedures): codes become 'icd<version>|<code>'; rows whose title
-    is in `dropped_titles` go; then the first row of a duplicated code, then of a duplicated title, is kept. -#}
+{#- An ICD code in the EHRSQL-2024 form, 'icd<version>|<code>' (lower-cased code). -#}
+{% macro ehrsql2024_icd_key(version_expr, code_expr) -%}
+    'icd' || cast({{ version_expr }} as varchar) || '|' || {{ code_expr }}
+{%- endmacro %}
+
+{#- An ICD dictionary (d_icd_diagnoses / d_icd_procedures) before the profiles format it: rows whose title is
+    in `dropped_titles` go; then the first row of a duplicated (version, code), then of a duplicated title, is
+    kept. The profiles write the code as 'icd<version>|<code>' (ehrsql2024) or as code + version (renamed). -#}
 {% macro ehrsql2024_icd_dictionary(staging_model, dropped_titles=[]) %}
 with codes as (
 
     select
         row_number() over () as file_row,
-        'icd' || cast(icd_version as varchar) || '|' || {{ ehrsql2024_text('icd_code') }} as icd_code,
+        {{ mimic_iv_source_key(icd_code='icd_code', icd_version='icd_version') }} as source_key,
+        icd_version,
+        {{ ehrsql2024_text('icd_code') }} as icd_code,
         {{ ehrsql2024_text('long_title') }} as long_title
     from {{ ref(staging_model) }}
 
@@ -69,8 +77,8 @@ kept as (
 unique_codes as (
 
     select * from kept
-    where icd_code is not null and long_title is not null
-    qualify row_number() over (partition by icd_code order by file_row) = 1
+    where icd_version is not null and icd_code is not null and long_title is not null
+    qualify row_number() over (partition by icd_version, icd_code order by file_row) = 1
 
 ),
 
@@ -82,9 +90,10 @@ unique_titles as (
 )
 
 select
-    row_number() over (order by file_row) - 1 as row_id,
+    file_row,
+    source_key,
+    icd_version,
     icd_code,
     {{ ehrsql2024_loaded('long_title') }} as long_title
 from unique_titles
-order by row_id
 {% endmacro %}

@@ -1,4 +1,7 @@
 {{ config(alias='d_icd_diagnoses') }}
--- The published build drops three diagnosis titles that are also procedure titles (DESIGN §5.1 step 5).
-{{ ehrsql2024_icd_dictionary('stg_mimic_iv__d_icd_diagnoses', dropped_titles=[
-    'artificial insemination', 'dental examination', 'insertion of intrauterine contraceptive device']) }}
+select
+    row_id,
+    {{ ehrsql2024_icd_key('icd_version', 'icd_code') }} as icd_code,
+    long_title
+from ({{ mimic_iv_profile_rows('ehrsql2024', 'd_icd_diagnoses') }}) as numbered
+order by row_id

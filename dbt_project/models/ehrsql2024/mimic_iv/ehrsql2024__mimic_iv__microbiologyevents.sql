@@ -1,32 +1,11 @@
 {{ config(alias='microbiologyevents') }}
--- charttime falls back to chartdate.
-with micro as (
-
-    select *, row_number() over () as file_row
-    from {{ ref('stg_mimic_iv__microbiologyevents') }}
-
-),
-
-shifted as (
-
-    select
-        m.file_row,
-        m.subject_id,
-        m.hadm_id,
-        {{ ehrsql2024_shift('coalesce(m.charttime, m.chartdate)', 'o.offset_days') }} as charttime,
-        {{ ehrsql2024_text('m.spec_type_desc') }} as spec_type_desc,
-        {{ ehrsql2024_text('m.test_name') }} as test_name,
-        {{ ehrsql2024_text('m.org_name') }} as org_name
-    from micro as m
-    left join {{ ref('int_ehrsql2024__mimic_iv__subject_offsets') }} as o on o.subject_id = m.subject_id
-    where m.hadm_id in (select hadm_id from {{ ref('ehrsql2024__mimic_iv__admissions') }})
-
-)
-
 select
-    row_number() over (order by file_row) - 1 as row_id,
-    subject_id, hadm_id, charttime, {{ ehrsql2024_loaded('spec_type_desc') }} as spec_type_desc, {{ ehrsql2024_loaded('test_name') }} as test_name, {{ ehrsql2024_loaded('org_name') }} as org_name
-from shifted
-where charttime is not null
-  and charttime >= {{ ehrsql2024_start() }}
+    row_id,
+    subject_id,
+    hadm_id,
+    charttime,
+    spec_type_desc,
+    test_name,
+    org_name
+from ({{ mimic_iv_profile_rows('ehrsql2024', 'microbiologyevents') }}) as numbered
 order by row_id

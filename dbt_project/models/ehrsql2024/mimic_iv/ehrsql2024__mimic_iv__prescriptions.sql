@@ -1,74 +1,13 @@
 {{ config(alias='prescriptions') }}
--- Orders with start, stop, dose, unit and route, an all-digit dose (commas removed, stored as an
--- integer as float text, '100.0'), and each drug's most frequent unit (ties: the unit seen first), computed over all
--- patients before the cohort filter; drugs that the label-owner list gives to another table are dropped.
-with orders as (
-
-    select
-        row_number() over () as file_row,
-        subject_id,
-        hadm_id,
-        starttime,
-        stoptime,
-        {{ ehrsql2024_text('drug') }} as drug,
-        replace({{ ehrsql2024_text('dose_val_rx') }}, ',', '') as dose_digits,
-        {{ ehrsql2024_text('dose_unit_rx') }} as dose_unit_rx,
-        {{ ehrsql2024_text('route') }} as route
-    from {{ ref('stg_mimic_iv__prescriptions') }}
-
-),
-
-usable as (
-
-    select o.*
-    from orders as o
-    left join {{ ref('int_ehrsql2024__mimic_iv__label_owner') }} as lo on lo.label = o.drug
-    where (lo.owner_table is null or lo.owner_table = 'prescriptions')
-      and o.starttime is not null
-      and o.stoptime is not null
-      and o.dose_digits is not null
-      and o.dose_unit_rx is not null
-      and o.route is not null
-      and regexp_full_match(o.dose_digits, '[0-9]+')
-
-),
-
-drug_unit as (
-
-    select drug, dose_unit_rx
-    from (
-        select drug, dose_unit_rx, count(*) as n_orders, min(file_row) as first_row
-        from usable
-        group by drug, dose_unit_rx
-    ) as counted
-    qualify row_number() over (partition by drug order by n_orders desc, first_row) = 1
-
-),
-
-shifted as (
-
-    select
-        u.file_row,
-        u.subject_id,
-        u.hadm_id,
-        {{ ehrsql2024_shift('u.starttime', 'o.offset_days') }} as starttime,
-        {{ ehrsql2024_shift('u.stoptime', 'o.offset_days') }} as stoptime,
-        u.drug,
-        -- the original stores the integer in a float column: '100' becomes '100.0'
-        cast(cast(u.dose_digits as hugeint) as varchar) || '.0' as dose_val_rx,
-        u.dose_unit_rx,
-        u.route
-    from usable as u
-    inner join drug_unit as du on du.drug is not distinct from u.drug and du.dose_unit_rx = u.dose_unit_rx
-    left join {{ ref('int_ehrsql2024__mimic_iv__subject_offsets') }} as o on o.subject_id = u.subject_id
-    where u.hadm_id in (select hadm_id from {{ ref('ehrsql2024__mimic_iv__admissions') }})
-
-)
-
 select
-    row_number() over (order by file_row) - 1 as row_id,
-    subject_id, hadm_id, starttime, stoptime, {{ ehrsql2024_loaded('drug') }} as drug, dose_val_rx, {{ ehrsql2024_loaded('dose_unit_rx') }} as dose_unit_rx, {{ ehrsql2024_loaded('route') }} as route
-from shifted
-where starttime is not null
-  and starttime >= {{ ehrsql2024_start() }}
+    row_id,
+    subject_id,
+    hadm_id,
+    starttime,
+    stoptime,
+    drug,
+    dose_val_rx,
+    dose_unit_rx,
+    route
+from ({{ mimic_iv_profile_rows('ehrsql2024', 'prescriptions') }}) as numbered
 order by row_id
