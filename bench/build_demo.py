@@ -46,10 +46,10 @@ for name in ("staging_mimic_iv", "staging_eicu"):
 """,
     "databases": """
 from ehrbench.export import export_schema
-from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
+from ehrbench.profiles import BENCHMARK_DATABASES, PROFILE_SELECTION, profile_vars
 from ehrbench.transform import run_dbt
-run_dbt(["build", "--select", *sorted({db.profile for db in BENCHMARK_DATABASES})], warehouse=layout.warehouse,
-        work_dir=layout.dbt_work, vars=profile_vars(0))
+run_dbt(["build", "--select", *PROFILE_SELECTION], warehouse=layout.warehouse, work_dir=layout.dbt_work,
+        vars=profile_vars(0))
 for db in BENCHMARK_DATABASES:
     export_schema(layout.warehouse, db.schema, *db.files(layout.root / "build"))
 """,

@@ -77,7 +77,7 @@ def build_benchmark(
             with stage("validate"):
                 validation = validate(layout, absent)
             with stage("databases"):
-                profile_run, databases = build_databases(layout, build_dir, dbt_vars)
+                profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed)
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}

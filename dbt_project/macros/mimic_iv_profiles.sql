@@ -35,3 +35,69 @@
     where t.itemid in (select itemid from {{ ref('ehrsql2024__mimic_iv__' ~ item_filtered[table_name]) }})
     {%- endif %}
 {% endmacro %}
+
+{#- The synthetic cost table of a profile (DESIGN §5.1 step 7): one row per diagnosis, lab, procedure and
+    prescription event of the profile (blocks in that order, row_id continuing across blocks); event_type =
+    the source table name (the renamed profile maps it to its own table names); event_id = the event's row_id;
+    chargetime = the event time (prescriptions: starttime); cost per key from the profile's draws. -#}
+{% macro mimic_iv_cost_rows(profile) %}
+with events as (
+
+    select 1 as block, row_id as event_id, subject_id, hadm_id, 'diagnoses_icd' as event_type,
+           charttime as chargetime, {{ ehrsql2024_icd_key('icd_version', 'icd_code') }} as cost_key
+    from ({{ mimic_iv_profile_rows(profile, 'diagnoses_icd') }}) as diagnoses
+    union all
+    select 2, row_id, subject_id, hadm_id, 'labevents', charttime, cast(itemid as varchar)
+    from ({{ mimic_iv_profile_rows(profile, 'labevents') }}) as labs
+    union all
+    select 3, row_id, subject_id, hadm_id, 'procedures_icd', charttime, {{ ehrsql2024_icd_key('icd_version', 'icd_code') }}
+    from ({{ mimic_iv_profile_rows(profile, 'procedures_icd') }}) as procedures
+    union all
+    select 4, row_id, subject_id, hadm_id, 'prescriptions', starttime, drug
+    from ({{ mimic_iv_profile_rows(profile, 'prescriptions') }}) as prescriptions
+
+)
+
+select
+    row_number() over (order by e.block, e.event_id) - 1 as row_id,
+    e.subject_id,
+    e.hadm_id,
+    e.event_type,
+    e.event_id,
+    e.chargetime,
+    d.cost
+from events as e
+inner join {{ ref('int_' ~ profile ~ '__mimic_iv__cost_draws') }} as d
+    on d.event_type = e.event_type and d.cost_key = e.cost_key
+{% endmacro %}
+
+{#- The new name of a table named in a value (cost event types, d_items.linksto) under the published
+    EHR-ChatQA renames (seed ehrchatqa_rename_map). -#}
+{% macro renamed_table_name(database, table_name_expr) -%}
+    (select distinct m.target_table from {{ ref('ehrchatqa_rename_map') }} as m
+     where m.db = '{{ database }}' and m.source_table = {{ table_name_expr }})
+{%- endmacro %}
+
+{#- Lineage of a MIMIC-IV profile (hidden from agents): one row per benchmark row, table_name = the profile's
+    table, row_id, source_table = the MIMIC-IV table, source_row = 1-based row of the raw file, source_key = its
+    MIMIC-IV key (JSON). Cost rows are synthetic and have no lineage of their own (event_type/event_id lead to
+    the event's row). -#}
+{% macro mimic_iv_lineage(profile) %}
+    {%- set tables = ['patients', 'admissions', 'd_icd_diagnoses', 'd_icd_procedures', 'd_labitems', 'd_items',
+                      'diagnoses_icd', 'procedures_icd', 'labevents', 'prescriptions', 'chartevents', 'inputevents',
+                      'outputevents', 'microbiologyevents', 'icustays', 'transfers'] -%}
+    {%- for table_name in tables %}
+select
+    {% if profile == 'renamed' -%}
+    {{ renamed_table_name('mimic_iv', "'" ~ table_name ~ "'") }}
+    {%- else -%}
+    '{{ table_name }}'
+    {%- endif %} as table_name,
+    row_id,
+    '{{ table_name }}' as source_table,
+    file_row as source_row,
+    source_key
+from ({{ mimic_iv_profile_rows(profile, table_name) }}) as {{ table_name }}
+{{ "union all" if not loop.last }}
+    {%- endfor %}
+{% endmacro %}

@@ -8,6 +8,7 @@ Agent-facing files hold only the schema's tables. In SQLite, timestamps become
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -23,8 +24,10 @@ def schema_tables(con: duckdb.DuckDBPyConnection, catalog: str, schema: str) -> 
     return [name for (name,) in rows]
 
 
-def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: Path) -> dict[str, int]:
-    """Write every table of `schema` to `duckdb_path` and `sqlite_path`; return row counts per table."""
+def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: Path,
+                  tables: Sequence[str] | None = None) -> dict[str, int]:
+    """Write every table of `schema` (or exactly `tables`, which must all exist) to `duckdb_path` and
+    `sqlite_path`; return row counts per table."""
     for path in (duckdb_path, sqlite_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
@@ -36,9 +39,14 @@ def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: 
         con.execute("set enable_progress_bar = false")
         source = warehouse.stem
         con.execute(f"attach '{warehouse}' as \"{source}\" (read_only)")
-        tables = schema_tables(con, source, schema)
-        if not tables:
+        present = schema_tables(con, source, schema)
+        if not present:
             raise ValueError(f"schema {schema!r} has no tables in {warehouse}; was its dbt profile built?")
+        if tables is not None:
+            missing = sorted(set(tables) - set(present))
+            if missing:
+                raise ValueError(f"schema {schema!r} in {warehouse} lacks table(s) {', '.join(missing)}")
+        tables = sorted(tables) if tables is not None else present
         counts = {}
         for table in tables:
             # A total, reproducible row order (row_id first where the schema has one): gold SQL with a
@@ -54,6 +62,24 @@ def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: 
         raise
     con.close()
     return counts
+
+
+def export_parquet(warehouse: Path, relation: str, path: Path) -> int:
+    """Write a warehouse relation (`schema.table`) to a parquet file (hidden build files); return its rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        raise FileExistsError(f"{path} exists; files of a build are written once")
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        rows = con.execute(f"select count(*) from {relation}").fetchone()[0]
+        target = str(path).replace("'", "''")
+        con.execute(f"copy (select * from {relation} order by all) to '{target}' (format parquet)")
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    finally:
+        con.close()
+    return rows
 
 
 def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path: Path) -> None:

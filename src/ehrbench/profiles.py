@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ehrbench.renaming import SchemaRename, draw_random_rename, published_rename
+
 EICU_PRESETS: dict[str, dict[str, Any]] = {
     # EHR-ChatQA's eICU database (the dbt project default).
     "ehrchatqa": {"current_time": "2100-12-31 23:59:00", "start_year": 2100, "time_span": 0, "seed": 0},
@@ -92,15 +94,50 @@ class BenchmarkDatabase:
 BENCHMARK_DATABASES: tuple[BenchmarkDatabase, ...] = (
     BenchmarkDatabase("ehrsql2024", "mimic_iv"),
     BenchmarkDatabase("ehrsql_eicu", "eicu"),
+    BenchmarkDatabase("renamed", "mimic_iv"),
+    BenchmarkDatabase("renamed", "eicu"),
+    BenchmarkDatabase("renamed_random", "mimic_iv"),
+    BenchmarkDatabase("renamed_random", "eicu"),
 )
+
+# What `dbt build --select` needs for every profile: the rename seed, the profile folders, the hidden lineage.
+PROFILE_SELECTION: tuple[str, ...] = ("ehrchatqa_rename_map", *dict.fromkeys(db.profile for db in BENCHMARK_DATABASES),
+                                      "lineage")
+
+# Hidden lineage (benchmark row -> raw row and key) of the MIMIC-IV profiles, as dbt model -> profile/database.
+# renamed_random shares renamed's rows and row ids; eICU tables keep the source ids themselves.
+LINEAGE_MODELS: dict[str, str] = {
+    "ehrsql2024/mimic_iv": "lineage.ehrsql2024__mimic_iv",
+    "renamed/mimic_iv": "lineage.renamed__mimic_iv",
+    "renamed_random/mimic_iv": "lineage.renamed__mimic_iv",
+}
+
+
+def random_renames(seed: int) -> dict[str, SchemaRename]:
+    """Per database, the synonyms drawn with `seed` for the renamed profile's names (profile renamed_random)."""
+    return {database: draw_random_rename(published_rename(database), seed) for database in ("mimic_iv", "eicu")}
+
+
+def schema_renames(seed: int) -> dict[str, SchemaRename]:
+    """Per renamed `<profile>/<database>`, the map from the compatibility schema (ehrsql2024 / ehrsql_eicu table
+    and column names) to the profile's names: the published EHR-ChatQA renames, then for renamed_random the
+    synonyms drawn with `seed` on top of them."""
+    maps: dict[str, SchemaRename] = {}
+    for database, drawn in random_renames(seed).items():
+        published = published_rename(database)
+        maps[f"renamed/{database}"] = published
+        maps[f"renamed_random/{database}"] = published.then(drawn)
+    return maps
 
 
 def profile_vars(seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: Any) -> dict[str, dict[str, Any]]:
     """dbt `--vars` for every profile. The build seed drives every draw (0 reproduces the published
-    databases); `time_overrides` (current_time, start_year, time_span) apply to all profiles."""
+    databases) including renamed_random's names; `time_overrides` (current_time, start_year, time_span) apply
+    to all profiles."""
     overrides = {k: v for k, v in time_overrides.items() if v is not None}
     unknown = sorted(set(overrides) - {"current_time", "start_year", "time_span"})
     if unknown:
         raise ValueError(f"unknown time parameter(s) {', '.join(unknown)}")
     mimic = {**EHRSQL2024_DEFAULTS, **overrides, "seed": seed}
-    return {"ehrsql2024": mimic, **eicu_vars(eicu_preset, seed=seed, **overrides)}
+    drawn = {database: rename.dbt_var() for database, rename in random_renames(seed).items()}
+    return {"ehrsql2024": mimic, **eicu_vars(eicu_preset, seed=seed, **overrides), "renamed_random": drawn}

@@ -75,6 +75,7 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
         if on_log and event.info.level in ("info", "warn", "error") and event.info.msg:
             on_log(str(event.info.msg))
 
+    work_dir = work_dir.resolve()  # dbt resolves relative paths against the project, not the caller's directory
     args = [*command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
             "--target-path", str(work_dir / "target"), "--log-path", str(work_dir / "logs")]
     if vars:

@@ -67,3 +67,11 @@ def table_row_counts(con: duckdb.DuckDBPyConnection, schema_prefixes: tuple[str,
         "where " + " or ".join("table_schema like ?" for _ in schema_prefixes) + " order by 1, 2",
         [p + "%" for p in schema_prefixes]).fetchall()
     return {f"{s}.{t}": con.execute(f'select count(*) from "{s}"."{t}"').fetchone()[0] for s, t in names}
+
+
+def drop_schemas(path: Path, schemas: tuple[str, ...]) -> None:
+    """Drop whole schemas. The renamed_random tables are named per build: without this, a rebuild with another
+    seed would leave the previous build's tables beside the new ones."""
+    with connect(path) as con:
+        for schema in schemas:
+            con.execute(f'drop schema if exists "{schema}" cascade')

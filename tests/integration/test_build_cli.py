@@ -11,7 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
+
+from ehrbench.profiles import schema_renames
+from ehrbench.renaming import SchemaRename, published_rename
 
 pytestmark = pytest.mark.integration
 
@@ -117,7 +121,8 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
 def test_build_exports_the_benchmark_databases(first_build):
     folder = first_build["folder"]
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert set(manifest["databases"]) == {"ehrsql2024/mimic_iv", "ehrsql_eicu/eicu"}
+    assert set(manifest["databases"]) == {"ehrsql2024/mimic_iv", "ehrsql_eicu/eicu", "renamed/mimic_iv", "renamed/eicu",
+                                          "renamed_random/mimic_iv", "renamed_random/eicu"}
     assert manifest["profile_vars"]["ehrsql2024"]["current_time"] == "2100-12-31 23:59:00"
     mimic = manifest["databases"]["ehrsql2024/mimic_iv"]
     assert (folder / mimic["duckdb"]).is_file() and (folder / mimic["sqlite"]).is_file()
@@ -132,6 +137,35 @@ def test_build_exports_the_benchmark_databases(first_build):
         lite.close()
     eicu = manifest["databases"]["ehrsql_eicu/eicu"]
     assert eicu["row_counts"]["patient"] > 0 and eicu["row_counts"]["vitalperiodic"] == 0
+
+
+def test_build_exports_the_renamed_profiles_and_hidden_files(first_build):
+    folder = first_build["folder"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    databases = manifest["databases"]
+    published = {db: published_rename(db) for db in ("mimic_iv", "eicu")}
+    for database, base in (("mimic_iv", "ehrsql2024/mimic_iv"), ("eicu", "ehrsql_eicu/eicu")):
+        renamed, drawn = databases[f"renamed/{database}"], databases[f"renamed_random/{database}"]
+        assert set(renamed["row_counts"]) == {t.target for t in published[database].tables}
+        rename_map = SchemaRename.from_dict(json.loads((folder / drawn["hidden"]["rename_map"]).read_text()))
+        assert rename_map == schema_renames(manifest["seed"])[f"renamed_random/{database}"]
+        # the drawn tables hold the renamed tables' rows; the EHRSQL-compatible ones at most as many
+        for table in rename_map.tables:
+            renamed_rows = renamed["row_counts"][published[database].table(table.source).target]
+            assert drawn["row_counts"][table.target] == renamed_rows
+            assert databases[base]["row_counts"][table.source] <= renamed_rows
+    # agent-facing files hold only benchmark tables; lineage and maps are under hidden/
+    for info in databases.values():
+        lite = sqlite3.connect(folder / info["sqlite"])
+        try:
+            names = {name for (name,) in lite.execute("select name from sqlite_master where type = 'table'")}
+        finally:
+            lite.close()
+        assert names == set(info["row_counts"])
+        assert all(path.startswith("hidden/") for path in info["hidden"].values())
+    lineage = pq.read_table(folder / databases["ehrsql2024/mimic_iv"]["hidden"]["lineage"])
+    assert lineage.num_rows == sum(n for t, n in databases["ehrsql2024/mimic_iv"]["row_counts"].items() if t != "cost")
+    assert not list((folder / "db").rglob("*.parquet"))
 
 
 def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(first_build, cli_env):

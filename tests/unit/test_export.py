@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
-from ehrbench.export import export_schema
+from ehrbench.export import export_parquet, export_schema
 
 
 @pytest.fixture
@@ -52,3 +53,24 @@ def test_export_refuses_to_overwrite_and_names_a_missing_schema(warehouse, tmp_p
         export_schema(warehouse, "demo__db", target, tmp_path / "x.sqlite")
     with pytest.raises(ValueError, match="nope"):
         export_schema(warehouse, "nope", tmp_path / "y.duckdb", tmp_path / "y.sqlite")
+
+
+def test_export_of_named_tables_leaves_others_and_names_a_missing_one(warehouse, tmp_path):
+    counts = export_schema(warehouse, "demo__db", tmp_path / "a.duckdb", tmp_path / "a.sqlite", tables=["events"])
+    assert counts == {"events": 2}
+    lite = sqlite3.connect(tmp_path / "a.sqlite")
+    assert {t for (t,) in lite.execute("select name from sqlite_master where type = 'table'")} == {"events"}
+    lite.close()
+    with pytest.raises(ValueError, match="lacks table.*stale"):
+        export_schema(warehouse, "demo__db", tmp_path / "b.duckdb", tmp_path / "b.sqlite", tables=["events", "stale"])
+    assert not (tmp_path / "b.duckdb").exists() and not (tmp_path / "b.sqlite").exists()
+
+
+def test_parquet_export_keeps_rows_in_a_total_order_and_is_written_once(warehouse, tmp_path):
+    path = tmp_path / "hidden" / "events.parquet"
+    assert export_parquet(warehouse, "demo__db.events", path) == 2
+    table = pq.read_table(path)
+    assert table.column_names[:2] == ["row_id", "label"] and table.column("row_id").to_pylist() == [1, 2]
+    with pytest.raises(FileExistsError, match="events.parquet"):
+        export_parquet(warehouse, "demo__db.events", path)
+    assert pq.read_table(path).num_rows == 2  # the published file is untouched

@@ -75,3 +75,30 @@ def test_benchmark_database_names_one_schema_and_two_files(tmp_path):
     assert db.schema == "renamed__eicu" and db.key == "renamed/eicu"
     assert db.files(tmp_path) == (tmp_path / "db/renamed/eicu.duckdb", tmp_path / "db/renamed/eicu.sqlite")
     assert len({d.schema for d in BENCHMARK_DATABASES}) == len(BENCHMARK_DATABASES)
+
+
+def test_profile_vars_carry_the_random_rename_drawn_with_the_build_seed():
+    from ehrbench.profiles import profile_vars, schema_renames
+    from ehrbench.renaming import published_rename
+
+    drawn = profile_vars(seed=3)["renamed_random"]
+    assert drawn == profile_vars(seed=3)["renamed_random"]
+    assert drawn != profile_vars(seed=4)["renamed_random"]
+    for database in ("mimic_iv", "eicu"):
+        published = published_rename(database)
+        # the dbt var renames the renamed profile's tables; the hidden map goes from the EHRSQL schema to the same names
+        assert set(drawn[database]) == {table.target for table in published.tables}
+        composed = schema_renames(3)[f"renamed_random/{database}"]
+        for table in published.tables:
+            var_entry = drawn[database][table.target]
+            assert composed.table(table.source).target == var_entry["name"]
+            for source_column, renamed_column in table.columns:
+                assert composed.table(table.source).column(source_column) == var_entry["columns"][renamed_column]
+
+
+def test_profile_selection_builds_the_rename_seed_every_profile_and_the_lineage():
+    from ehrbench.profiles import BENCHMARK_DATABASES, LINEAGE_MODELS, PROFILE_SELECTION
+
+    assert PROFILE_SELECTION[0] == "ehrchatqa_rename_map" and PROFILE_SELECTION[-1] == "lineage"
+    assert set(PROFILE_SELECTION[1:-1]) == {db.profile for db in BENCHMARK_DATABASES}
+    assert set(LINEAGE_MODELS) == {db.key for db in BENCHMARK_DATABASES if db.database == "mimic_iv"}

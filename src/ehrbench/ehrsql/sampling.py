@@ -73,3 +73,19 @@ def draw_mean_costs(rng: np.random.Generator) -> list[int]:
 def draw_costs(rng: np.random.Generator, keys: Iterable, mean: int) -> dict:
     """(d) one cost per distinct key, in sorted key order, rounded like the original (numpy round)."""
     return {key: float(round(rng.normal(loc=np.int64(mean), scale=1.0), 2)) for key in sorted(set(keys))}
+
+
+def draw_cost_table(rng: np.random.Generator, blocks: Sequence[tuple[str, Iterable]]) -> dict[str, list]:
+    """(d) whole: `blocks` are (event_type, keys) for diagnoses, labs, procedures and prescriptions in that
+    order; returns the columns event_type, cost_key (the key as text) and cost."""
+    if len(blocks) != 4:
+        raise ValueError(f"cost draws need the 4 event blocks (diagnoses, labs, procedures, prescriptions), "
+                         f"got {len(blocks)}")
+    means = draw_mean_costs(rng)
+    columns: dict[str, list] = {"event_type": [], "cost_key": [], "cost": []}
+    for (event_type, keys), mean in zip(blocks, means, strict=True):
+        for key, cost in draw_costs(rng, keys, mean).items():
+            columns["event_type"].append(event_type)
+            columns["cost_key"].append(str(key))
+            columns["cost"].append(cost)
+    return columns

@@ -9,7 +9,9 @@ tables. `cost_key` is the key as text.
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    from ehrbench.ehrsql.sampling import draw_costs, draw_mean_costs, restore_rng
+    import pandas as pd
+
+    from ehrbench.ehrsql.sampling import draw_cost_table, restore_rng
 
     cohort = dbt.ref("int_ehrsql2024__mimic_iv__cohort")
     state_row = cohort.query("cohort", "select rng_state from cohort limit 1").fetchone()
@@ -23,19 +25,7 @@ def model(dbt, session):
         ("procedures_icd", keys(dbt.ref("ehrsql2024__mimic_iv__procedures_icd"), "icd_code")),
         ("prescriptions", keys(dbt.ref("ehrsql2024__mimic_iv__prescriptions"), "drug")),
     ]
-
-    rng = restore_rng(state_row[0])
-    means = draw_mean_costs(rng)
-    event_types, cost_keys, costs = [], [], []
-    for (event_type, block_keys), mean in zip(blocks, means, strict=True):
-        for key, cost in draw_costs(rng, block_keys, mean).items():
-            event_types.append(event_type)
-            cost_keys.append(str(key))
-            costs.append(cost)
-    import pandas as pd
-
-    return pd.DataFrame({
-        "event_type": pd.Series(event_types, dtype="object"),
-        "cost_key": pd.Series(cost_keys, dtype="object"),
-        "cost": pd.Series(costs, dtype="float64"),
-    })
+    columns = draw_cost_table(restore_rng(state_row[0]), blocks)
+    return pd.DataFrame({"event_type": pd.Series(columns["event_type"], dtype="object"),
+                         "cost_key": pd.Series(columns["cost_key"], dtype="object"),
+                         "cost": pd.Series(columns["cost"], dtype="float64")})

@@ -1,0 +1,3 @@
+{{ config(alias='ehrsql2024__mimic_iv') }}
+{{ mimic_iv_lineage('ehrsql2024') }}
+order by table_name, row_id

@@ -1,0 +1,9 @@
+{{ config(alias='allergy_reaction') }}
+select
+    allergyid as allergy_id,
+    patientunitstayid as unit_id,
+    drugname as drug_name,
+    allergyname as allergy_name,
+    allergytime as allergy_time
+from {{ ref('ehrsql_eicu__eicu__allergy') }}
+order by allergy_id

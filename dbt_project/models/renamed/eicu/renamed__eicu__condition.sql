@@ -1,0 +1,9 @@
+{{ config(alias='condition') }}
+select
+    diagnosisid as condition_id,
+    patientunitstayid as unit_id,
+    diagnosisname as condition_name,
+    diagnosistime as condition_time,
+    icd9code as icd9_code
+from {{ ref('ehrsql_eicu__eicu__diagnosis') }}
+order by condition_id

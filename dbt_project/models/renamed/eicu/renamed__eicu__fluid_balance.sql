@@ -1,0 +1,10 @@
+{{ config(alias='fluid_balance') }}
+select
+    intakeoutputid as fluid_balance_id,
+    patientunitstayid as unit_id,
+    cellpath as fluid_path,
+    celllabel as fluid_label,
+    cellvaluenumeric as fluid_value_numeric,
+    intakeoutputtime as fluid_balance_time
+from {{ ref('ehrsql_eicu__eicu__intakeoutput') }}
+order by fluid_balance_id

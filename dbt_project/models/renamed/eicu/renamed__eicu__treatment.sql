@@ -1,0 +1,8 @@
+{{ config(alias='treatment') }}
+select
+    treatmentid as treatment_id,
+    patientunitstayid as unit_id,
+    treatmentname as treatment_name,
+    treatmenttime as treatment_time
+from {{ ref('ehrsql_eicu__eicu__treatment') }}
+order by treatment_id

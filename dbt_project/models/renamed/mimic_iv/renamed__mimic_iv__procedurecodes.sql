@@ -1,0 +1,8 @@
+{{ config(alias='procedurecodes') }}
+select
+    row_id as recordid,
+    icd_code as icdcode,
+    icd_version as codeversion,
+    long_title as description
+from ({{ mimic_iv_profile_rows('renamed', 'd_icd_procedures') }}) as numbered
+order by recordid

@@ -1,0 +1,2 @@
+{{ config(alias=renamed_random_table_name('eicu', 'treatment')) }}
+{{ renamed_random_select('eicu', 'treatment') }}
