@@ -1,7 +1,7 @@
 """Stage 3 — databases: build the benchmark database profiles with dbt (time-shifted, normalised,
 EHRSQL-compatible, renamed) and export each as stand-alone DuckDB and SQLite files into the build folder:
 `db/<profile>/<database>.duckdb|.sqlite` (agent-facing). What agents must not see goes to `hidden/`: the
-lineage of every MIMIC-IV row (`hidden/lineage/<profile>/mimic_iv.parquet`) and the schema renames
+lineage of every row (`hidden/lineage/<profile>/<database>.parquet`) and the schema renames
 (`hidden/rename_maps/<profile>/<database>.json`, from the compatibility schema to the profile's names)."""
 
 from __future__ import annotations

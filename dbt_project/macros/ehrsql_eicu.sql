@@ -89,3 +89,36 @@
         else {{ expression }}
     end
 {%- endmacro %}
+
+{#- Lineage of an eICU profile (hidden from agents): one row per benchmark row, table_name = the profile's table,
+    row_id = the row's id there (ids are renumbered 0..n-1), source_table = the eICU table, source_key = the
+    eICU id of the source row (JSON). source_row stays NULL: eICU ids identify source rows on their own.
+    Same columns as the MIMIC-IV lineage. Cost rows are synthetic (eventtype/eventid lead to the event). -#}
+{% macro eicu_lineage(profile) %}
+    {%- set tables = [
+        ('patient', 'patientunitstayid', 'patientunitstayid'),
+        ('diagnosis', 'diagnosisid', 'source_diagnosisid'),
+        ('treatment', 'treatmentid', 'source_treatmentid'),
+        ('lab', 'labid', 'source_labid'),
+        ('medication', 'medicationid', 'source_medicationid'),
+        ('allergy', 'allergyid', 'source_allergyid'),
+        ('intakeoutput', 'intakeoutputid', 'source_intakeoutputid'),
+        ('microlab', 'microlabid', 'source_microlabid'),
+        ('vitalperiodic', 'vitalperiodicid', 'source_vitalperiodicid'),
+        ('hospital', 'hospitalid', 'hospitalid'),
+    ] -%}
+    {%- for table_name, id_column, source_id in tables %}
+select
+    {% if profile == 'renamed' -%}
+    {{ renamed_table_name('eicu', "'" ~ table_name ~ "'") }}
+    {%- else -%}
+    '{{ table_name }}'
+    {%- endif %} as table_name,
+    cast({{ id_column }} as bigint) as row_id,
+    '{{ table_name }}' as source_table,
+    cast(null as bigint) as source_row,
+    to_json(struct_pack({{ id_column }} := {{ source_id }})) as source_key
+from {{ ref('int_ehrsql_eicu__eicu__' ~ table_name) }}
+{{ "union all" if not loop.last }}
+    {%- endfor %}
+{% endmacro %}

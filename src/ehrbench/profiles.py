@@ -104,12 +104,15 @@ BENCHMARK_DATABASES: tuple[BenchmarkDatabase, ...] = (
 PROFILE_SELECTION: tuple[str, ...] = ("ehrchatqa_rename_map", *dict.fromkeys(db.profile for db in BENCHMARK_DATABASES),
                                       "lineage")
 
-# Hidden lineage (benchmark row -> raw row and key) of the MIMIC-IV profiles, as dbt model -> profile/database.
-# renamed_random shares renamed's rows and row ids; eICU tables keep the source ids themselves.
+# Hidden lineage (benchmark row -> raw row and source key) per `<profile>/<database>`, as warehouse relations.
+# renamed_random shares renamed's rows and row ids.
 LINEAGE_MODELS: dict[str, str] = {
     "ehrsql2024/mimic_iv": "lineage.ehrsql2024__mimic_iv",
+    "ehrsql_eicu/eicu": "lineage.ehrsql_eicu__eicu",
     "renamed/mimic_iv": "lineage.renamed__mimic_iv",
+    "renamed/eicu": "lineage.renamed__eicu",
     "renamed_random/mimic_iv": "lineage.renamed__mimic_iv",
+    "renamed_random/eicu": "lineage.renamed__eicu",
 }
 
 

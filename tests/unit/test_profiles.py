@@ -101,4 +101,4 @@ def test_profile_selection_builds_the_rename_seed_every_profile_and_the_lineage(
 
     assert PROFILE_SELECTION[0] == "ehrchatqa_rename_map" and PROFILE_SELECTION[-1] == "lineage"
     assert set(PROFILE_SELECTION[1:-1]) == {db.profile for db in BENCHMARK_DATABASES}
-    assert set(LINEAGE_MODELS) == {db.key for db in BENCHMARK_DATABASES if db.database == "mimic_iv"}
+    assert set(LINEAGE_MODELS) == {db.key for db in BENCHMARK_DATABASES}
