@@ -46,10 +46,10 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install demo build builds test test-unit lint server deploy stop bench clean
+.PHONY: help install demo build builds test test-unit lint server deploy stop bench bench-profiles bench-scaleup clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(UV):
 	python3 -m pip install --quiet --user uv
@@ -124,6 +124,12 @@ stop: ## stop the worker, then the server (by PID), and point the profile back a
 
 bench: install ## time and measure a cold demo build per stage
 	$(UV) run python bench/build_demo.py
+
+bench-profiles: install ## time the dbt profiles and export on the demo against the EHRSQL-2024 reference
+	$(UV) run python bench/profiles.py
+
+bench-scaleup: install ## rebuild staging + profiles on the MIMIC-IV demo replicated x1, x10, x100
+	$(UV) run python bench/scaleup.py $(if $(FACTORS),--factors $(FACTORS))
 
 clean: ## remove the data directory's derived state (keeps data/raw downloads)
 	rm -rf $(DATA_DIR)/warehouse.duckdb $(DATA_DIR)/warehouse.duckdb.wal $(DATA_DIR)/benchmarks $(DATA_DIR)/dbt
