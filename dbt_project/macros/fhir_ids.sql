@@ -1,0 +1,32 @@
+{#- FHIR resource ids compatible with MIMIC-IV on FHIR (DESIGN §5.4), computed in DuckDB:
+    id = uuid5(<namespace UUID>, key) = the first 16 bytes of sha1(namespace bytes || key as UTF-8), with the
+    version nibble set to 5 and the variant bits to 10xx. The namespace UUIDs are
+    uuid5(uuid5(NAMESPACE_OID, 'MIMIC-IV'), <name>); tests/unit/test_fhir_ids.py checks them and the SQL against
+    Python's uuid module (ehrbench.fhir.ids). Plain Jinja only, so the unit test can render it. -#}
+{% macro fhir_id(namespace_name, key_expr) -%}
+    {%- set namespaces = {
+        'Patient': '569c1027384a58ff84f20338bab99bc1',
+        'Encounter': 'd7fa6dd29b235b5db1687af91f8e57dd',
+        'EncounterICU': '8e98050b8d6a55a7ba3761ee31586de2',
+        'Condition': '84a8d272eb205c12b8260573a0ef963c',
+        'Procedure': '59be3a283d745ca6a55a2aad2c609f44',
+        'MedicationRequest': '98678637e68d5c5eba10bf8fc4689d42',
+        'MedicationPrescriptions': 'ed950805f5fc50648fce175c1b1011b1',
+        'ObservationLabevents': 'b11d3a3ed96055edb310381e40cba32b',
+        'ObservationChartevents': '36e18860b4aa5577bc80a5b07922cd3d',
+        'ObservationOutputevents': '6fbc4f89807651ed9f733ee0b9f8b3f7',
+        'MedicationAdministrationICU': '0fb8354e6d2a5e7ca70818d4f4d5e1a4',
+        'ObservationMicroTest': '0bd41cbdc4495942b3ff6add8a252df7',
+        'ObservationMicroOrg': '463fcc1c1e105303ad1aa358959da4fa',
+        'ObservationMicroSusc': 'f329a1f139e355d7a1f2e3c70a8e371b',
+        'SpecimenMicro': 'd84c089c24e4504cbd48a7f183049f58',
+        'Location': 'ef6e778f19da5a13875f01c97838b003',
+    } -%}
+    {%- set digest = "sha1(from_hex('" ~ namespaces[namespace_name] ~ "') || encode(cast(" ~ key_expr ~ " as varchar)))" -%}
+    (substr({{ digest }}, 1, 8) || '-' || substr({{ digest }}, 9, 4) || '-5' || substr({{ digest }}, 14, 3) || '-'
+     || case when substr({{ digest }}, 17, 1) in ('0', '4', '8', 'c') then '8'
+             when substr({{ digest }}, 17, 1) in ('1', '5', '9', 'd') then '9'
+             when substr({{ digest }}, 17, 1) in ('2', '6', 'a', 'e') then 'a'
+             else 'b' end
+     || substr({{ digest }}, 18, 3) || '-' || substr({{ digest }}, 21, 12))
+{%- endmacro %}
