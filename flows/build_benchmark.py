@@ -1,6 +1,7 @@
 """build-benchmark: the whole pipeline, one subflow per stage.
 
-    ingest → transform (dbt staging) → validate (GX) → databases (dbt profiles, export) → publish
+    ingest → transform (dbt staging) → validate (GX) → databases (dbt profiles, export)
+        → fhir (dbt FHIR resources, export, fhir.resources validation) → publish
 
 Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
 Only one build runs at a time (the DuckDB warehouse has a single writer).
@@ -21,6 +22,7 @@ from ehrbench.publish import discard, new_build_id, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, Edition, default_data_dir
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
+from flows.fhir import build_fhir
 from flows.ingest import ingest
 from flows.publish import publish_build
 from flows.transform import transform
@@ -78,11 +80,14 @@ def build_benchmark(
                 validation = validate(layout, absent)
             with stage("databases"):
                 profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed)
+            with stage("fhir"):
+                fhir_run, fhir = build_fhir(layout, build_dir, dbt_vars, parameters.seed)
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
-            manifest = assemble_manifest(build_id, created_at, parameters, releases, [*dbt_runs, profile_run],
-                                         validation, row_counts, stages, dbt_vars, databases)
+            manifest = assemble_manifest(build_id, created_at, parameters, releases,
+                                         [*dbt_runs, profile_run, fhir_run], validation, row_counts, stages,
+                                         dbt_vars, databases, fhir)
             with stage("publish"):
                 folder = publish_build(layout, manifest)
         except BaseException:

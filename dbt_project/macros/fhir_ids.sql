@@ -30,3 +30,15 @@
              else 'b' end
      || substr({{ digest }}, 18, 3) || '-' || substr({{ digest }}, 21, 12))
 {%- endmacro %}
+
+{#- A FHIR resource as JSON text without null members (FHIR forbids them): json_merge_patch onto {} drops every
+    key whose value is NULL, recursively. -#}
+{% macro fhir_resource(json_object_expr) -%}
+    cast(json_merge_patch('{}', {{ json_object_expr }}) as varchar)
+{%- endmacro %}
+
+{#- A FHIR dateTime. FHIR needs a zone offset once a time is given; MIMIC-IV on FHIR writes its (shifted, local)
+    times with -04:00, and so do we, so that wall-clock times read the same as in the SQL databases. -#}
+{% macro fhir_datetime(timestamp_expr) -%}
+    strftime({{ timestamp_expr }}, '%Y-%m-%dT%H:%M:%S-04:00')
+{%- endmacro %}

@@ -23,7 +23,7 @@ class TransformError(EhrbenchError):
 
 
 class ValidationError(EhrbenchError):
-    """A Great Expectations suite failed."""
+    """Built data failed its validation (a Great Expectations suite, or FHIR resources)."""
 
 
 class PublishError(EhrbenchError):

@@ -3,6 +3,7 @@ the published builds untouched. Runs against one Prefect test server for the mod
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import sqlite3
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
@@ -166,6 +168,23 @@ def test_build_exports_the_renamed_profiles_and_hidden_files(first_build):
     lineage = pq.read_table(folder / databases["ehrsql2024/mimic_iv"]["hidden"]["lineage"])
     assert lineage.num_rows == sum(n for t, n in databases["ehrsql2024/mimic_iv"]["row_counts"].items() if t != "cost")
     assert not list((folder / "db").rglob("*.parquet"))
+
+
+def test_build_exports_valid_fhir_resources(first_build):
+    folder = first_build["folder"]
+    fhir = json.loads((folder / "manifest.json").read_text())["fhir"]
+    assert fhir["counts"]["Patient"] == 94 and fhir["counts"]["Encounter"] > 94
+    assert fhir["validated"] == sum(fhir["counts"].values()) and fhir["validated_patients"] is None
+    with gzip.open(folder / fhir["files"]["Patient"], "rt") as lines:
+        patients = [json.loads(line) for line in lines]
+    assert len(patients) == 94 and all(p["resourceType"] == "Patient" for p in patients)
+    assert [p["id"] for p in patients] == sorted(p["id"] for p in patients)
+    resources = duckdb.connect(str(folder / fhir["files"]["duckdb"]), read_only=True)
+    try:
+        by_type = dict(resources.execute("select resource_type, count(*) from resources group by 1").fetchall())
+    finally:
+        resources.close()
+    assert by_type == fhir["counts"]
 
 
 def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(first_build, cli_env):

@@ -1,0 +1,83 @@
+"""FHIR resources built by dbt from the MIMIC-IV demo (Patient, Encounter so far): every resource validates with
+fhir.resources, ids are MIMIC-IV on FHIR's, references resolve, and they cover exactly the SQL profiles' rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ehrbench.fhir.ids import resource_id
+from ehrbench.fhir.validation import validate_resources
+from ehrbench.profiles import profile_vars
+from ehrbench.sources import release_for
+from ehrbench.sources.ingest import ingest_release
+from ehrbench.transform import run_dbt
+from ehrbench.warehouse import connect
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def warehouse(mimic_demo_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("fhir")
+    path = root / "warehouse.duckdb"
+    with connect(path) as con:
+        ingest_release(con, release_for("mimic_iv"), mimic_demo_dir, origin="local")
+    # staging and the ehrsql2024 profile models only; the fhir models with their dbt tests
+    run_dbt(["run", "--select", "staging.mimic_iv", "ehrsql2024"], warehouse=path, work_dir=root / "dbt",
+            vars=profile_vars(0))
+    run = run_dbt(["build", "--select", "fhir"], warehouse=path, work_dir=root / "dbt", vars=profile_vars(0))
+    assert run.count("error") == 0 and run.count("fail") == 0, run.summary
+    return path
+
+
+def _resources(con, table: str) -> list[dict]:
+    return [json.loads(text) for (text,) in con.execute(f"select resource from fhir__mimic_iv.{table}").fetchall()]
+
+
+def test_every_resource_validates(warehouse):
+    with connect(warehouse, read_only=True) as con:
+        texts = [t for table in ("patient", "encounter")
+                 for (t,) in con.execute(f"select resource from fhir__mimic_iv.{table}").fetchall()]
+    report = validate_resources(texts)
+    assert report.checked == len(texts) > 100
+    assert report.ok, report.failures
+
+
+def test_patients_are_the_cohort_with_mimic_iv_on_fhir_ids(warehouse):
+    with connect(warehouse, read_only=True) as con:
+        subjects = [s for (s,) in con.execute("select subject_id from ehrsql2024__mimic_iv.patients").fetchall()]
+        patients = _resources(con, "patient")
+        dob = dict(con.execute("select subject_id, strftime(dob, '%Y-%m-%d') from ehrsql2024__mimic_iv.patients")
+                   .fetchall())
+    assert len(subjects) == 94
+    by_id = {p["id"]: p for p in patients}
+    assert set(by_id) == {resource_id("Patient", s) for s in subjects}
+    for subject in subjects:  # the FHIR view shows the same shifted dates as the SQL databases
+        patient = by_id[resource_id("Patient", subject)]
+        assert patient["identifier"][0]["value"] == str(subject)
+        assert patient["birthDate"] == dob[subject]
+        assert patient["gender"] in ("male", "female")
+
+
+def test_encounters_reference_their_patient_and_admission(warehouse):
+    with connect(warehouse, read_only=True) as con:
+        encounters = _resources(con, "encounter")
+        patient_ids = {p["id"] for p in _resources(con, "patient")}
+        admissions = con.execute("select hadm_id, dischtime is null from ehrsql2024__mimic_iv.admissions").fetchall()
+        stays = [s for (s,) in con.execute("select stay_id from ehrsql2024__mimic_iv.icustays").fetchall()]
+    hospital = {e["id"]: e for e in encounters if e["class"]["code"] == "IMP"}
+    icu = [e for e in encounters if e["class"]["code"] == "ACUTE"]
+    assert set(hospital) == {resource_id("Encounter", hadm) for hadm, _ in admissions}
+    assert {e["id"] for e in icu} == {resource_id("EncounterICU", stay) for stay in stays}
+    for encounter in encounters:
+        assert encounter["subject"]["reference"].removeprefix("Patient/") in patient_ids
+    for stay in icu:
+        parent = hospital[stay["partOf"]["reference"].removeprefix("Encounter/")]
+        assert parent["subject"] == stay["subject"]
+        # (an ICU stay may begin shortly before the recorded admission time: ED boarding, real MIMIC-IV data)
+        assert "end" not in parent["period"] or stay["period"]["start"] <= parent["period"]["end"]
+    current = {resource_id("Encounter", hadm) for hadm, is_current in admissions if is_current}
+    assert current and {i for i, e in hospital.items() if e["status"] == "in-progress"} == current
+    assert all("end" not in hospital[i]["period"] for i in current)

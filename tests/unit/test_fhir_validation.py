@@ -1,0 +1,37 @@
+"""Structural validation of FHIR resources (fhir.resources R4B)."""
+
+from __future__ import annotations
+
+import json
+
+from ehrbench.fhir.validation import validate_resources
+
+PATIENT = {"resourceType": "Patient", "id": "51d2190c-cc46-56c5-b2ea-363895cbea75", "gender": "female",
+           "birthDate": "2048-08-04", "deceasedDateTime": "2100-09-29T00:00:00-04:00"}
+ENCOUNTER = {"resourceType": "Encounter", "id": "e1", "status": "finished",
+             "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "IMP"},
+             "subject": {"reference": "Patient/51d2190c-cc46-56c5-b2ea-363895cbea75"},
+             "period": {"start": "2100-07-01T12:46:30-04:00"}}
+
+
+def test_valid_resources_pass():
+    report = validate_resources([json.dumps(PATIENT), json.dumps(ENCOUNTER)])
+    assert report.ok and report.checked == 2
+
+
+def test_invalid_resources_are_reported_by_type_and_id():
+    bad = [
+        {**PATIENT, "gender": "F"},  # not in the administrative-gender value set
+        {**PATIENT, "birthDate": "04/08/2048"},  # not a FHIR date
+        {key: value for key, value in ENCOUNTER.items() if key != "status"},  # status is required
+        {**ENCOUNTER, "period": {"start": "2100-07-01T12:46:30"}},  # a time needs a zone offset in FHIR
+        {"resourceType": "Patientt", "id": "x"},
+    ]
+    report = validate_resources([json.dumps(resource) for resource in bad] + ["{not json"])
+    assert report.checked == 6 and len(report.failures) == 6
+    assert [label for label, _ in report.failures][:3] == [f"Patient/{PATIENT['id']}"] * 2 + ["Encounter/e1"]
+
+
+def test_failures_kept_are_capped_but_all_are_checked():
+    report = validate_resources([json.dumps({**PATIENT, "gender": "F"})] * 30, max_failures=5)
+    assert report.checked == 30 and len(report.failures) == 5 and not report.ok
