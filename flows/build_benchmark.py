@@ -22,7 +22,7 @@ from ehrbench.publish import discard, new_build_id, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, Edition, default_data_dir
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
-from flows.fhir import build_fhir
+from flows.fhir_view import build_fhir
 from flows.ingest import ingest
 from flows.publish import publish_build
 from flows.transform import transform

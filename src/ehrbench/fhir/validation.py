@@ -43,7 +43,8 @@ def validate_resources(resources: Iterable[str], *, max_failures: int = 20) -> V
             data = json.loads(text)
             _model(data["resourceType"]).model_validate_json(text)
             _check_codes(data)
-        except Exception as exc:  # pydantic, JSON and unknown-type errors alike: report, do not stop
+        except (ValueError, KeyError, TypeError) as exc:  # bad JSON, unknown type, pydantic errors: report them
+            # (an ImportError or the like is the environment's fault, not the resource's: it propagates)
             if len(report.failures) < max_failures:
                 label = _label(text)
                 report.failures.append((label, str(exc).splitlines()[0] + ": " + " ".join(str(exc).split())[:300]))

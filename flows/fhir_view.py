@@ -1,6 +1,7 @@
 """Stage 4 — FHIR: build the FHIR R4 view of the MIMIC-IV profiles' patients with dbt (ids compatible with
 MIMIC-IV on FHIR, times shifted like the SQL databases), export it into the build (`fhir/<ResourceType>.ndjson.gz`,
-`fhir/resources.duckdb`) and validate the resources with fhir.resources; an invalid resource fails the build."""
+`fhir/resources.duckdb`) and validate the resources with fhir.resources; an invalid resource fails the build.
+(Not named fhir.py: Prefect puts this folder on sys.path, where that name would hide the fhir.resources package.)"""
 
 from __future__ import annotations
 
