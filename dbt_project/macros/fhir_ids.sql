@@ -42,3 +42,55 @@
 {% macro fhir_datetime(timestamp_expr) -%}
     strftime({{ timestamp_expr }}, '%Y-%m-%dT%H:%M:%S-04:00')
 {%- endmacro %}
+
+{#- Condition (diagnoses_icd) and Procedure (procedures_icd) resources: one per coded event of the MIMIC-IV
+    profiles (the EHRSQL-2024 preprocessing's rows), with MIMIC-IV's raw ICD code and its original-case title;
+    ids from the raw key hadm_id-seq_num-icd_code. Procedures also carry their (shifted) time. -#}
+{% macro fhir_icd_event_resources(resource_type, events_model, dictionary_model, code_system_stem) %}
+{% set resource_json %}
+json_object(
+    'resourceType', '{{ resource_type }}',
+    'id', id,
+    {% if resource_type == 'Condition' -%}
+    'category', json_array(json_object('coding', json_array(json_object(
+        'system', 'http://terminology.hl7.org/CodeSystem/condition-category', 'code', 'encounter-diagnosis')))),
+    {% else -%}
+    'status', 'completed',
+    'performedDateTime', {{ fhir_datetime('charttime') }},
+    {% endif -%}
+    'code', json_object('coding', json_array(json_object(
+        'system', 'http://mimic.mit.edu/fhir/mimic/CodeSystem/{{ code_system_stem }}' || icd_version,
+        'code', icd_code, 'display', long_title))),
+    'subject', json_object('reference', 'Patient/' || patient_id),
+    'encounter', json_object('reference', 'Encounter/' || encounter_id)
+)
+{% endset %}
+with events as (
+
+    select
+        e.source_key,
+        e.charttime,
+        e.source_key->>'icd_code' as icd_code,
+        cast(e.source_key->>'icd_version' as integer) as icd_version,
+        {{ fhir_id(resource_type, "e.hadm_id || '-' || (e.source_key->>'seq_num') || '-' || (e.source_key->>'icd_code')") }} as id,
+        {{ fhir_id('Patient', 'e.subject_id') }} as patient_id,
+        {{ fhir_id('Encounter', 'e.hadm_id') }} as encounter_id
+    from {{ ref(events_model) }} as e
+
+),
+
+titled as (
+
+    select events.*, d.long_title
+    from events
+    left join {{ ref(dictionary_model) }} as d on d.icd_code = events.icd_code and d.icd_version = events.icd_version
+
+)
+
+select
+    id, '{{ resource_type }}' as resource_type, patient_id,
+    '{{ events_model.split("__")[-1] }}' as source_table, source_key,
+    {{ fhir_resource(resource_json) }} as resource
+from titled
+order by id
+{% endmacro %}

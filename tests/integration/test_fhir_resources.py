@@ -1,5 +1,6 @@
-"""FHIR resources built by dbt from the MIMIC-IV demo (Patient, Encounter so far): every resource validates with
-fhir.resources, ids are MIMIC-IV on FHIR's, references resolve, and they cover exactly the SQL profiles' rows."""
+"""FHIR resources built by dbt from the MIMIC-IV demo (Patient, Encounter, Condition, Procedure so far): every
+resource validates with fhir.resources, ids are MIMIC-IV on FHIR's, references resolve, and they cover exactly the
+SQL profiles' rows."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from ehrbench.fhir.ids import resource_id
+from ehrbench.fhir.ids import key_of, resource_id
 from ehrbench.fhir.validation import validate_resources
 from ehrbench.profiles import profile_vars
 from ehrbench.sources import release_for
@@ -38,7 +39,7 @@ def _resources(con, table: str) -> list[dict]:
 
 def test_every_resource_validates(warehouse):
     with connect(warehouse, read_only=True) as con:
-        texts = [t for table in ("patient", "encounter")
+        texts = [t for table in ("patient", "encounter", "condition", "procedure")
                  for (t,) in con.execute(f"select resource from fhir__mimic_iv.{table}").fetchall()]
     report = validate_resources(texts)
     assert report.checked == len(texts) > 100
@@ -81,3 +82,24 @@ def test_encounters_reference_their_patient_and_admission(warehouse):
     current = {resource_id("Encounter", hadm) for hadm, is_current in admissions if is_current}
     assert current and {i for i, e in hospital.items() if e["status"] == "in-progress"} == current
     assert all("end" not in hospital[i]["period"] for i in current)
+
+
+def test_coded_events_keep_raw_codes_titles_and_references(warehouse):
+    with connect(warehouse, read_only=True) as con:
+        encounter_ids = {e["id"] for e in _resources(con, "encounter")}
+        for table, events, system in (("condition", "diagnoses_icd", "mimic-diagnosis-icd"),
+                                      ("procedure", "procedures_icd", "mimic-procedure-icd")):
+            resources = {r["id"]: r for r in _resources(con, table)}
+            rows = con.execute(
+                f"select e.hadm_id, e.source_key->>'seq_num', e.source_key->>'icd_code', e.icd_version, d.long_title "
+                f"from int_ehrsql2024__mimic_iv.int_ehrsql2024__mimic_iv__{events} as e "
+                f"join staging_mimic_iv.stg_mimic_iv__d_icd_{'diagnoses' if table == 'condition' else 'procedures'} "
+                f"as d on d.icd_code = (e.source_key->>'icd_code') and d.icd_version = e.icd_version").fetchall()
+            assert len(rows) == len(resources) > 100
+            for hadm_id, seq_num, icd_code, version, title in rows:
+                resource = resources[resource_id(table.capitalize(), key_of(hadm_id, seq_num, icd_code))]
+                assert resource["code"]["coding"] == [{"system": f"http://mimic.mit.edu/fhir/mimic/CodeSystem/"
+                                                                 f"{system}{version}", "code": icd_code,
+                                                       "display": title}]
+                assert resource["encounter"]["reference"] == f"Encounter/{resource_id('Encounter', hadm_id)}"
+                assert resource["encounter"]["reference"].removeprefix("Encounter/") in encounter_ids

@@ -33,6 +33,8 @@ def warehouse(tmp_path):
                   "resource varchar"
         con.execute(f"create table fhir__mimic_iv.patient ({columns})")
         con.execute(f"create table fhir__mimic_iv.encounter ({columns})")
+        for empty in ("condition", "procedure"):  # the other resource tables of the FHIR view
+            con.execute(f"create table fhir__mimic_iv.{empty} ({columns})")
         for i in range(30, 0, -1):  # inserted out of id order
             gender = "F" if i == bad_patient else "female"
             con.execute("insert into fhir__mimic_iv.patient values (?, 'Patient', ?, 'patients', '{}', ?)",

@@ -13,7 +13,8 @@ import duckdb
 from ehrbench.fhir.validation import ValidationReport, validate_resources
 
 # The dbt models of the FHIR view (dbt_project/models/fhir/), one per resource table.
-FHIR_RELATIONS: tuple[str, ...] = ("fhir__mimic_iv.patient", "fhir__mimic_iv.encounter")
+FHIR_RELATIONS: tuple[str, ...] = ("fhir__mimic_iv.patient", "fhir__mimic_iv.encounter", "fhir__mimic_iv.condition",
+                                   "fhir__mimic_iv.procedure")
 _BATCH = 10_000
 
 
