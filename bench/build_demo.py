@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fresh_process import run_fresh
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 
@@ -62,19 +64,12 @@ args = json.loads(sys.argv[1])
 from ehrbench.settings import DataLayout
 layout = DataLayout(root=Path(args["data_dir"]))
 """
-EPILOGUE = """
-print(json.dumps({"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-
 def run_stage(name: str, args: dict) -> dict:
-    started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", PRELUDE + STAGES[name] + EPILOGUE, json.dumps(args)],
-                         capture_output=True, text=True, cwd=REPO)
-    seconds = time.perf_counter() - started
-    if out.returncode:
-        sys.exit(f"stage {name} failed:\n{out.stderr[-3000:]}")
-    return {"stage": name, "seconds": round(seconds, 1), **json.loads(out.stdout.strip().splitlines()[-1])}
+    try:
+        figures = run_fresh(PRELUDE + "out = {}\n" + STAGES[name], args, f"stage {name}")
+    except RuntimeError as err:
+        sys.exit(str(err))
+    return {"stage": name, "seconds": round(figures.pop("wall_s"), 1), **figures}
 
 
 def main() -> None:

@@ -25,11 +25,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from fresh_process import run_fresh
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -47,11 +47,6 @@ args = json.loads(sys.argv[1])
 from ehrbench.settings import DataLayout
 layout = DataLayout(root=Path(args["data_dir"]))
 """
-EPILOGUE = """
-out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(out))
-"""
-
 PREPARE = """
 from ehrbench.profiles import profile_vars
 from ehrbench.sources import release_for
@@ -115,14 +110,11 @@ STEPS = {
 
 
 def child(code: str, args: dict) -> dict:
-    started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", PRELUDE + code + EPILOGUE, json.dumps(args)],
-                         capture_output=True, text=True, cwd=REPO)
-    wall = time.perf_counter() - started
-    if out.returncode:
-        sys.exit(f"step failed ({args}):\n{out.stderr[-3000:]}")
-    figures = json.loads(out.stdout.strip().splitlines()[-1])
-    figures["wall_s"] = wall
+    try:
+        figures = run_fresh(PRELUDE + code, args, f"step {args}")
+    except RuntimeError as err:
+        sys.exit(str(err))
+    wall = figures["wall_s"]
     if "invoke_s" in figures:
         figures["startup_s"] = wall - figures["invoke_s"]  # interpreter + imports + process exit
         figures["overhead_s"] = figures["invoke_s"] - figures["node_s"]

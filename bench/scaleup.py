@@ -27,10 +27,10 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from fresh_process import run_fresh
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -112,11 +112,6 @@ import json, resource, sys, time
 from pathlib import Path
 args = json.loads(sys.argv[1])
 """
-EPILOGUE = """
-out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(out))
-"""
-
 PREPARE = """
 sys.path.insert(0, args["bench_dir"])
 from scaleup import replicate
@@ -160,13 +155,7 @@ out = {"invoke_s": time.perf_counter() - t, "node_s": sum(n.seconds for n in run
 
 
 def child(code: str, args: dict) -> dict:
-    started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", PRELUDE + code + EPILOGUE, json.dumps(args)],
-                         capture_output=True, text=True, cwd=REPO)
-    wall = time.perf_counter() - started
-    if out.returncode:
-        raise RuntimeError(f"step failed ({args.get('command', 'prepare')}):\n{out.stderr[-3000:]}")
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall_s": wall}
+    return run_fresh(PRELUDE + code, args, f"step {args.get('command', 'prepare')}")
 
 
 def dictionary_tables() -> set[tuple[str, str]]:
