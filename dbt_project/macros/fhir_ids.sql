@@ -31,66 +31,70 @@
      || substr({{ digest }}, 18, 3) || '-' || substr({{ digest }}, 21, 12))
 {%- endmacro %}
 
-{#- A FHIR resource as JSON text without null members (FHIR forbids them): json_merge_patch onto {} drops every
-    key whose value is NULL, recursively. -#}
-{% macro fhir_resource(json_object_expr) -%}
-    cast(json_merge_patch('{}', {{ json_object_expr }}) as varchar)
-{%- endmacro %}
-
 {#- A FHIR dateTime. FHIR needs a zone offset once a time is given; MIMIC-IV on FHIR writes its (shifted, local)
-    times with -04:00, and so do we, so that wall-clock times read the same as in the SQL databases. -#}
-{% macro fhir_datetime(timestamp_expr) -%}
-    strftime({{ timestamp_expr }}, '%Y-%m-%dT%H:%M:%S-04:00')
+    times with -04:00, and so do we, so that wall-clock times read the same as in the SQL databases. json=true: as
+    a JSON string (the quotes written by strftime). -#}
+{% macro fhir_datetime(timestamp_expr, json=false) -%}
+    {%- set quote = '"' if json else '' -%}
+    strftime({{ timestamp_expr }}, '{{ quote }}%Y-%m-%dT%H:%M:%S-04:00{{ quote }}')
 {%- endmacro %}
 
 {#- Condition (diagnoses_icd) and Procedure (procedures_icd) resources: one per coded event of the MIMIC-IV
     profiles (the EHRSQL-2024 preprocessing's rows), with MIMIC-IV's raw ICD code and its original-case title;
-    ids from the raw key hadm_id-seq_num-icd_code. Procedures also carry their (shifted) time. -#}
+    ids from the raw key hadm_id-seq_num-icd_code. Procedures also carry their (shifted) time. The code member is
+    written once per distinct code, patient and encounter ids once per key (macros/fhir_json.sql). -#}
 {% macro fhir_icd_event_resources(resource_type, events_model, dictionary_model, code_system_stem) %}
-{% set resource_json %}
-json_object(
-    'resourceType', '{{ resource_type }}',
-    'id', id,
-    {% if resource_type == 'Condition' -%}
-    'category', json_array(json_object('coding', json_array(json_object(
-        'system', 'http://terminology.hl7.org/CodeSystem/condition-category', 'code', 'encounter-diagnosis')))),
-    {% else -%}
-    'status', 'completed',
-    'performedDateTime', {{ fhir_datetime('charttime') }},
-    {% endif -%}
-    'code', json_object('coding', json_array(json_object(
-        'system', 'http://mimic.mit.edu/fhir/mimic/CodeSystem/{{ code_system_stem }}' || icd_version,
-        'code', icd_code, 'display', long_title))),
-    'subject', json_object('reference', 'Patient/' || patient_id),
-    'encounter', json_object('reference', 'Encounter/' || encounter_id)
-)
-{% endset %}
+{%- if resource_type == 'Condition' -%}
+    {%- set kind_members = [fhir_json_required('category', fhir_json_array(fhir_json_concept(
+        'http://terminology.hl7.org/CodeSystem/condition-category', "'encounter-diagnosis'")))] -%}
+{%- else -%}
+    {%- set kind_members = [fhir_json_required('status', fhir_json_constant('completed')),
+                            fhir_json_optional('performedDateTime', fhir_json_datetime('e.charttime'))] -%}
+{%- endif -%}
+{%- set members = [fhir_json_required('resourceType', fhir_json_constant(resource_type)),
+                   fhir_json_required('id', fhir_json_plain_string('e.id'))]
+                  + kind_members
+                  + ['c.code_member',
+                     fhir_json_optional('subject', 'p.reference'),
+                     fhir_json_optional('encounter', 'h.reference')] %}
 with events as (
 
     select
-        e.source_key,
-        e.charttime,
-        e.source_key->>'icd_code' as icd_code,
-        cast(e.source_key->>'icd_version' as integer) as icd_version,
-        {{ fhir_id(resource_type, "e.hadm_id || '-' || (e.source_key->>'seq_num') || '-' || (e.source_key->>'icd_code')") }} as id,
-        {{ fhir_id('Patient', 'e.subject_id') }} as patient_id,
-        {{ fhir_id('Encounter', 'e.hadm_id') }} as encounter_id
-    from {{ ref(events_model) }} as e
+        source_key,
+        subject_id,
+        hadm_id,
+        charttime,
+        source_key->>'icd_code' as icd_code,
+        cast(source_key->>'icd_version' as integer) as icd_version,
+        {{ fhir_id(resource_type, "hadm_id || '-' || (source_key->>'seq_num') || '-' || (source_key->>'icd_code')") }} as id
+    from {{ ref(events_model) }}
 
 ),
 
-titled as (
+-- the code member, once per code
+codes as (
 
-    select events.*, d.long_title
-    from events
-    left join {{ ref(dictionary_model) }} as d on d.icd_code = events.icd_code and d.icd_version = events.icd_version
+    select
+        k.icd_code,
+        k.icd_version,
+        {{ fhir_json_optional('code', fhir_json_concept(none, 'k.icd_code', 'd.long_title',
+            system_expr="'http://mimic.mit.edu/fhir/mimic/CodeSystem/" ~ code_system_stem ~ "' || k.icd_version")) }}
+            as code_member
+    from (select distinct icd_code, icd_version from events) as k
+    left join {{ ref(dictionary_model) }} as d on d.icd_code = k.icd_code and d.icd_version = k.icd_version
 
-)
+),
+
+patients as ({{ fhir_id_lookup('Patient', 'subject_id', 'events') }}),
+
+admissions as ({{ fhir_id_lookup('Encounter', 'hadm_id', 'events') }})
 
 select
-    id, '{{ resource_type }}' as resource_type, patient_id,
-    '{{ events_model.split("__")[-1] }}' as source_table, source_key,
-    {{ fhir_resource(resource_json) }} as resource
-from titled
-order by id
+    e.id, '{{ resource_type }}' as resource_type, p.id as patient_id,
+    '{{ events_model.split("__")[-1] }}' as source_table, e.source_key,
+    {{ fhir_json_object(*members) }} as resource
+from events as e
+left join codes as c on c.icd_code = e.icd_code and c.icd_version = e.icd_version
+left join patients as p on p.subject_id = e.subject_id
+left join admissions as h on h.hadm_id = e.hadm_id
 {% endmacro %}

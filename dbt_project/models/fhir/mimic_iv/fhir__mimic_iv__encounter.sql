@@ -5,47 +5,41 @@
 -- units of its transfers (Locations, by shifted intime; no end while the patient is still there); an ICU Encounter
 -- names the Location of its first care unit.
 {% set hospital_json %}
-json_object(
-    'resourceType', 'Encounter',
-    'id', id,
-    'meta', json_object('profile', json_array('http://mimic.mit.edu/fhir/mimic/StructureDefinition/mimic-encounter')),
-    'identifier', json_array(json_object(
-        'system', 'http://mimic.mit.edu/fhir/mimic/identifier/encounter-hosp', 'value', cast(hadm_id as varchar))),
-    'status', case when dischtime is null then 'in-progress' else 'finished' end,
-    'class', json_object('system', 'http://terminology.hl7.org/CodeSystem/v3-ActCode', 'code', 'IMP',
-                         'display', 'inpatient encounter'),
-    'type', case when admission_type is not null then json_array(json_object('coding', json_array(json_object(
-        'system', 'http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-admission-type', 'code', admission_type)))) end,
-    'subject', json_object('reference', 'Patient/' || patient_id),
-    'period', json_object('start', {{ fhir_datetime('admittime') }}, 'end', {{ fhir_datetime('dischtime') }}),
-    -- no hospitalization object without content (FHIR forbids an empty {})
-    'hospitalization', case when admission_location is not null or discharge_location is not null then json_object(
-        'admitSource', case when admission_location is not null then json_object('coding', json_array(json_object(
-            'system', 'http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-admit-source',
-            'code', admission_location))) end,
-        'dischargeDisposition', case when discharge_location is not null then json_object('coding', json_array(
-            json_object('system', 'http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-discharge-disposition',
-                        'code', discharge_location))) end) end,
-    'location', locations
-)
+{{ fhir_json_object(
+    fhir_json_required('resourceType', fhir_json_constant('Encounter')),
+    fhir_json_required('id', fhir_json_plain_string('id')),
+    fhir_json_required('meta', fhir_json_meta('mimic-encounter')),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('encounter-hosp', 'hadm_id', plain=true))),
+    fhir_json_required('status', "case when dischtime is null then " ~ fhir_json_constant('in-progress')
+                                    ~ " else " ~ fhir_json_constant('finished') ~ " end"),
+    fhir_json_required('class', fhir_json_coding('http://terminology.hl7.org/CodeSystem/v3-ActCode', "'IMP'",
+                                                 "'inpatient encounter'")),
+    fhir_json_optional('type', fhir_json_array(fhir_json_concept('mimic-admission-type', 'admission_type'))),
+    fhir_json_optional('subject', fhir_json_reference('Patient', 'patient_id')),
+    fhir_json_optional('period', fhir_json_period('admittime', 'dischtime')),
+    fhir_json_optional('hospitalization', fhir_json_object(
+        fhir_json_optional('admitSource', fhir_json_concept('mimic-admit-source', 'admission_location')),
+        fhir_json_optional('dischargeDisposition', fhir_json_concept('mimic-discharge-disposition', 'discharge_location')))),
+    fhir_json_optional('location', 'locations')
+) }}
 {% endset %}
 {% set icu_json %}
-json_object(
-    'resourceType', 'Encounter',
-    'id', id,
-    'meta', json_object('profile', json_array('http://mimic.mit.edu/fhir/mimic/StructureDefinition/mimic-encounter-icu')),
-    'identifier', json_array(json_object(
-        'system', 'http://mimic.mit.edu/fhir/mimic/identifier/encounter-icu', 'value', cast(stay_id as varchar))),
-    'status', case when outtime is null then 'in-progress' else 'finished' end,
-    'class', json_object('system', 'http://terminology.hl7.org/CodeSystem/v3-ActCode', 'code', 'ACUTE',
-                         'display', 'inpatient acute'),
-    'type', case when first_careunit is not null then json_array(json_object('text', first_careunit)) end,
-    'subject', json_object('reference', 'Patient/' || patient_id),
-    'partOf', json_object('reference', 'Encounter/' || hospital_encounter_id),
-    'period', json_object('start', {{ fhir_datetime('intime') }}, 'end', {{ fhir_datetime('outtime') }}),
-    'location', case when location_id is not null then json_array(json_object(
-        'location', json_object('reference', 'Location/' || location_id, 'display', first_careunit))) end
-)
+{{ fhir_json_object(
+    fhir_json_required('resourceType', fhir_json_constant('Encounter')),
+    fhir_json_required('id', fhir_json_plain_string('id')),
+    fhir_json_required('meta', fhir_json_meta('mimic-encounter-icu')),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('encounter-icu', 'stay_id', plain=true))),
+    fhir_json_required('status', "case when outtime is null then " ~ fhir_json_constant('in-progress')
+                                    ~ " else " ~ fhir_json_constant('finished') ~ " end"),
+    fhir_json_required('class', fhir_json_coding('http://terminology.hl7.org/CodeSystem/v3-ActCode', "'ACUTE'",
+                                                 "'inpatient acute'")),
+    fhir_json_optional('type', fhir_json_array(fhir_json_object(fhir_json_optional('text', fhir_json_string('first_careunit'))))),
+    fhir_json_optional('subject', fhir_json_reference('Patient', 'patient_id')),
+    fhir_json_optional('partOf', fhir_json_reference('Encounter', 'hospital_encounter_id')),
+    fhir_json_optional('period', fhir_json_period('intime', 'outtime')),
+    fhir_json_optional('location', fhir_json_array(fhir_json_object(fhir_json_optional('location',
+        fhir_json_reference('Location', 'location_id', 'first_careunit')))))
+) }}
 {% endset %}
 with transfers as (
 
@@ -62,21 +56,16 @@ with transfers as (
 
 ),
 
+-- Encounter.location of an admission: one element per transfer, in intime order
 transfer_locations as (
 
-    -- JSON text by concat() (as the medication models): one element per transfer, no end while still there
     select
         hadm_id,
-        cast({{ fhir_med_array_agg('location_entry', 'struct_pack(intime := intime, transfer_id := transfer_id)') }}
-             as json) as locations
-    from (
-        select
-            *,
-            concat('{"location":', {{ fhir_med_reference('Location', 'location_id', 'careunit') }},
-                   ',"period":{"start":', {{ fhir_med_datetime('intime') }},
-                   ',"end":' || {{ fhir_med_datetime('outtime') }}, '}}') as location_entry
-        from transfers
-    ) as entries
+        {{ fhir_json_array_agg(fhir_json_object(
+            fhir_json_required('location', fhir_json_reference('Location', 'location_id', 'careunit')),
+            fhir_json_optional('period', fhir_json_period('intime', 'outtime'))),
+            'struct_pack(intime := intime, transfer_id := transfer_id)') }} as locations
+    from transfers
     group by hadm_id
 
 ),
@@ -126,11 +115,10 @@ icu_stays as (
 select
     id, 'Encounter' as resource_type, patient_id, 'admissions' as source_table,
     to_json(struct_pack(hadm_id := hadm_id)) as source_key,
-    {{ fhir_resource(hospital_json) }} as resource
+    {{ hospital_json }} as resource
 from admissions
 union all
 select
     id, 'Encounter', patient_id, 'icustays', to_json(struct_pack(stay_id := stay_id)),
-    {{ fhir_resource(icu_json) }}
+    {{ icu_json }}
 from icu_stays
-order by id

@@ -2,15 +2,15 @@
 -- FHIR Locations: one per care unit that the MIMIC-IV profiles' transfers pass through (namespace Location, key
 -- careunit), named with MIMIC-IV's original value, as MIMIC-IV on FHIR makes them. A Location has no patient.
 {% set location_json %}
-json_object(
-    'resourceType', 'Location',
-    'id', id,
-    'meta', json_object('profile', json_array('http://mimic.mit.edu/fhir/mimic/StructureDefinition/mimic-location')),
-    'status', 'active',
-    'name', careunit,
-    'physicalType', json_object('coding', json_array(json_object(
-        'system', 'http://terminology.hl7.org/CodeSystem/location-physical-type', 'code', 'wa', 'display', 'Ward')))
-)
+{{ fhir_json_object(
+    fhir_json_required('resourceType', fhir_json_constant('Location')),
+    fhir_json_required('id', fhir_json_plain_string('id')),
+    fhir_json_required('meta', fhir_json_meta('mimic-location')),
+    fhir_json_required('status', fhir_json_constant('active')),
+    fhir_json_optional('name', fhir_json_string('careunit')),
+    fhir_json_required('physicalType', fhir_json_concept(
+        'http://terminology.hl7.org/CodeSystem/location-physical-type', "'wa'", "'Ward'"))
+) }}
 {% endset %}
 with care_units as (
 
@@ -31,6 +31,5 @@ identified as (
 select
     id, 'Location' as resource_type, cast(null as varchar) as patient_id, 'transfers' as source_table,
     to_json(struct_pack(careunit := careunit)) as source_key,
-    {{ fhir_resource(location_json) }} as resource
+    {{ location_json }} as resource
 from identified
-order by id

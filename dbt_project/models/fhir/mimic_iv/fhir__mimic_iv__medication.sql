@@ -4,6 +4,8 @@
 -- one per drug of those prescriptions, identified and coded by NDC, formulary code and original-case name (as
 -- MIMIC-IV on FHIR's identifiers; the NDC coding in HL7's NDC system), and one per mix (a pharmacy_id with several
 -- drugs, e.g. a drug and its base bag) whose ingredients are its drugs. A Medication has no patient.
+{#- MIMIC-IV on FHIR identifies Medications with systems of its code systems -#}
+{% set code_system = 'http://mimic.mit.edu/fhir/mimic/CodeSystem/' %}
 with drugs as (
 
     {{ fhir_prescription_drugs() }}
@@ -41,18 +43,22 @@ drug_resources as (
     select
         id,
         source_key,
-        concat(
-            '{"resourceType":"Medication","id":"', id, '"',
-            ',"meta":', {{ fhir_med_meta('mimic-medication') }},
-            ',"identifier":' || {{ fhir_med_array(fhir_med_identifier('mimic-medication-ndc', 'ndc'),
-                                                  fhir_med_identifier('mimic-medication-formulary-drug-cd', 'formulary_code'),
-                                                  fhir_med_identifier('mimic-medication-name', 'name')) }},
-            ',"code":' || nullif(concat('{', concat_ws(',',
-                '"coding":' || {{ fhir_med_array(fhir_med_coding('http://hl7.org/fhir/sid/ndc', 'ndc'),
-                                                 fhir_med_coding('mimic-medication-formulary-drug-cd', 'formulary_code'),
-                                                 fhir_med_coding('mimic-medication-name', 'name_code')) }},
-                '"text":' || {{ fhir_med_string('name') }}), '}'), '{}'),
-            ',"status":"active"}') as resource
+        {{ fhir_json_object(
+            fhir_json_required('resourceType', fhir_json_constant('Medication')),
+            fhir_json_required('id', fhir_json_plain_string('id')),
+            fhir_json_required('meta', fhir_json_meta('mimic-medication')),
+            fhir_json_optional('identifier', fhir_json_array(
+                fhir_json_identifier(code_system ~ 'mimic-medication-ndc', 'ndc'),
+                fhir_json_identifier(code_system ~ 'mimic-medication-formulary-drug-cd', 'formulary_code'),
+                fhir_json_identifier(code_system ~ 'mimic-medication-name', 'name'))),
+            fhir_json_optional('code', fhir_json_object(
+                fhir_json_optional('coding', fhir_json_array(
+                    fhir_json_coding('http://hl7.org/fhir/sid/ndc', 'ndc'),
+                    fhir_json_coding('mimic-medication-formulary-drug-cd', 'formulary_code'),
+                    fhir_json_coding('mimic-medication-name', 'name_code'))),
+                fhir_json_optional('text', fhir_json_string('name')))),
+            fhir_json_required('status', fhir_json_constant('active'))
+        ) }} as resource
     from coded_drugs
 
 ),
@@ -65,12 +71,13 @@ mixes as (
         to_json(struct_pack(ingredients := list_transform(list_sort(list(struct_pack(
             k := drug_order, v := struct_pack(drug := drug, formulary_drug_cd := formulary_drug_cd, ndc := ndc)))),
             e -> e.v))) as source_key,
-        {{ fhir_med_array_agg('ingredient', 'drug_order') }} as ingredients
+        {{ fhir_json_array_agg('ingredient', 'drug_order') }} as ingredients
     from (
         select
             *,
-            '{"itemReference":' || {{ fhir_med_reference('Medication', fhir_id('MedicationPrescriptions', 'medication_key'),
-                                                         "nullif(trim(drug), '')") }} || '}' as ingredient
+            {{ fhir_json_object(fhir_json_required('itemReference', fhir_json_reference(
+                'Medication', fhir_id('MedicationPrescriptions', 'medication_key'), "nullif(trim(drug), '')"))) }}
+                as ingredient
         from drugs
         where n_drugs > 1
         qualify dense_rank() over (partition by request_medication_key order by pharmacy_id) = 1
@@ -85,9 +92,11 @@ from drug_resources
 union all
 select
     id, 'Medication', null, 'prescriptions', source_key,
-    concat('{"resourceType":"Medication","id":"', id, '"',
-           ',"meta":', {{ fhir_med_meta('mimic-medication') }},
-           ',"status":"active"',
-           ',"ingredient":', ingredients, '}')
+    {{ fhir_json_object(
+        fhir_json_required('resourceType', fhir_json_constant('Medication')),
+        fhir_json_required('id', fhir_json_plain_string('id')),
+        fhir_json_required('meta', fhir_json_meta('mimic-medication')),
+        fhir_json_required('status', fhir_json_constant('active')),
+        fhir_json_required('ingredient', 'ingredients')
+    ) }}
 from mixes
-order by id

@@ -38,19 +38,19 @@ drug_rows as (
         {{ fhir_med_code('s.route') }} as route
     from {{ ref('int_ehrsql2024__mimic_iv__prescriptions') }} as p
     inner join staged as s
-        on s.file_row = p.file_row and s.pharmacy_id = cast(p.source_key->>'pharmacy_id' as integer)
+        on s.file_row = p.file_row and s.pharmacy_id = cast(p.source_key->>'pharmacy_id' as bigint)
 
 ),
 
 dosages as (
 
-    -- the members of one Dosage (NULL when none)
+    -- the members of one Dosage (text of zero or more members)
     select
         *,
-        nullif(concat_ws(',',
-            '"route":' || {{ fhir_med_concept('mimic-medication-route', 'route') }},
-            '"doseAndRate":[{"doseQuantity":' || {{ fhir_med_quantity('dose_value', 'dose_unit') }} || '}]'), '')
-            as dosage
+        concat({{ fhir_json_optional('route', fhir_json_concept('mimic-medication-route', 'route')) }},
+               {{ fhir_json_optional('doseAndRate', fhir_json_array(fhir_json_object(
+                   fhir_json_optional('doseQuantity', fhir_json_quantity('dose_value', 'dose_unit'))))) }})
+            as dosage_members
     from drug_rows
 
 ),
@@ -65,9 +65,9 @@ requests as (
         any_value(hadm_id) as hadm_id,
         min(starttime) as starttime,
         max(stoptime) as stoptime,
-        case when count(*) = 1 then '[{' || any_value(dosage) || '}]'
-             else {{ fhir_med_array_agg("'{' || concat_ws(',', '\"text\":' || " ~ fhir_med_string('drug') ~ ", dosage) || '}'",
-                                        'file_row') }} end as dosage
+        case when count(*) = 1 then {{ fhir_json_array(fhir_json_object('any_value(dosage_members)')) }}
+             else {{ fhir_json_array_agg(fhir_json_object(fhir_json_optional('text', fhir_json_string('drug')),
+                                                          'dosage_members'), 'file_row') }} end as dosage
     from dosages
     group by pharmacy_id
 
@@ -75,8 +75,7 @@ requests as (
 
 request_medications as (
 
-    select distinct pharmacy_id, request_medication_key
-    from ({{ fhir_prescription_drugs() }}) as drugs
+    {{ fhir_prescription_drugs(requests_only=true) }}
 
 ),
 
@@ -88,17 +87,9 @@ medications as (
 
 ),
 
-patients as (
+patients as ({{ fhir_id_lookup('Patient', 'subject_id', ref('int_ehrsql2024__mimic_iv__prescriptions')) }}),
 
-    {{ fhir_med_id_lookup('Patient', 'subject_id', ref('int_ehrsql2024__mimic_iv__prescriptions')) }}
-
-),
-
-encounters as (
-
-    {{ fhir_med_id_lookup('Encounter', 'hadm_id', ref('int_ehrsql2024__mimic_iv__prescriptions')) }}
-
-),
+encounters as ({{ fhir_id_lookup('Encounter', 'hadm_id', ref('int_ehrsql2024__mimic_iv__prescriptions')) }}),
 
 identified as (
 
@@ -107,7 +98,8 @@ identified as (
         {{ fhir_id('MedicationRequest', 'r.pharmacy_id') }} as id,
         m.medication_id,
         p.id as patient_id,
-        e.id as encounter_id
+        p.reference as patient_reference,
+        e.reference as encounter_reference
     from requests as r
     inner join request_medications as rm on rm.pharmacy_id = r.pharmacy_id
     inner join medications as m on m.request_medication_key = rm.request_medication_key
@@ -118,20 +110,21 @@ identified as (
 
 select
     id, 'MedicationRequest' as resource_type, patient_id, 'prescriptions' as source_table, source_key,
-    concat(
-        '{"resourceType":"MedicationRequest","id":"', id, '"',
-        ',"meta":', {{ fhir_med_meta('mimic-medication-request') }},
-        ',"identifier":[{"system":"http://mimic.mit.edu/fhir/mimic/identifier/medication-request-phid","value":"',
-        pharmacy_id, '"}]',
-        ',"status":"', case when stoptime is not null then 'completed' else 'active' end, '"',
-        ',"intent":"order"',
-        ',"medicationReference":', {{ fhir_med_reference('Medication', 'medication_id') }},
-        ',"subject":', {{ fhir_med_reference('Patient', 'patient_id') }},
-        ',"encounter":', {{ fhir_med_reference('Encounter', 'encounter_id') }},
-        ',"authoredOn":', {{ fhir_med_datetime('starttime') }},
-        ',"dosageInstruction":' || dosage,
-        ',"dispenseRequest":{"validityPeriod":{"start":', {{ fhir_med_datetime('starttime') }},
-        ',"end":' || case when stoptime >= starttime then {{ fhir_med_datetime('stoptime') }} end, '}}',
-        '}') as resource
+    {{ fhir_json_object(
+        fhir_json_required('resourceType', fhir_json_constant('MedicationRequest')),
+        fhir_json_required('id', fhir_json_plain_string('id')),
+        fhir_json_required('meta', fhir_json_meta('mimic-medication-request')),
+        fhir_json_required('identifier', fhir_json_array(
+            fhir_json_identifier('medication-request-phid', 'pharmacy_id', plain=true))),
+        fhir_json_required('status', "case when stoptime is not null then " ~ fhir_json_constant('completed')
+                                        ~ " else " ~ fhir_json_constant('active') ~ " end"),
+        fhir_json_required('intent', fhir_json_constant('order')),
+        fhir_json_required('medicationReference', fhir_json_reference('Medication', 'medication_id')),
+        fhir_json_required('subject', 'patient_reference'),
+        fhir_json_required('encounter', 'encounter_reference'),
+        fhir_json_optional('authoredOn', fhir_json_datetime('starttime')),
+        fhir_json_optional('dosageInstruction', 'dosage'),
+        fhir_json_optional('dispenseRequest', fhir_json_object(fhir_json_optional('validityPeriod', fhir_json_period(
+            'starttime', 'case when stoptime >= starttime then stoptime end', start_required=true))))
+    ) }} as resource
 from identified
-order by id

@@ -4,7 +4,6 @@
 -- mimic-chartevents-d-items, d_items category, d_items normal range) plus the HL7 vital-signs category. Original
 -- MIMIC-IV label and unit (d_items' unitname, whose case the rows' units have; else the profile's unit). Id from the
 -- raw key stay_id-charttime-itemid-value (charttime as PostgreSQL prints a timestamp).
--- JSON written directly, item parts once per item (see macros/fhir_observations.sql).
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
@@ -12,10 +11,10 @@
     fhir_json_required('meta', fhir_json_meta('mimic-observation-chartevents')),
     fhir_json_required('status', fhir_json_constant('final')),
     'item_members',
-    fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
-    fhir_json_optional('encounter', fhir_json_reference('Encounter', 'encounter_id')),
+    fhir_json_required('subject', 'patient_reference'),
+    fhir_json_optional('encounter', 'encounter_reference'),
     fhir_json_optional('effectiveDateTime', fhir_json_datetime('charttime')),
-    fhir_json_optional('valueQuantity', fhir_json_quantity('valuenum', 'unit_members')),
+    fhir_json_optional('valueQuantity', fhir_json_quantity('valuenum', unit_members='unit_members')),
     'range_member'
 ) }}
 {% endset %}
@@ -27,7 +26,8 @@ with charts as (
         c.hadm_id,
         c.stay_id,
         c.itemid,
-        cast(c.source_key->>'charttime' as timestamp) as raw_charttime,
+        -- the raw key's charttime as PostgreSQL prints a timestamp (whole seconds: the key's JSON text)
+        c.source_key->>'charttime' as raw_charttime,
         c.source_key->>'value' as raw_value,
         c.charttime,
         c.valuenum,
@@ -45,12 +45,12 @@ items as (
         profile_valueuom,
         concat(
             {{ fhir_json_required('category', fhir_json_array(
-                fhir_json_observation_category('vital-signs'),
+                fhir_observation_category('vital-signs'),
                 fhir_json_concept('mimic-observation-category', 'category'))) }},
             {{ fhir_json_optional('code', fhir_json_concept('mimic-chartevents-d-items', 'itemid', 'label')) }}
         ) as item_members,
         {{ fhir_json_unit_members('valueuom') }} as unit_members,
-        {{ fhir_json_optional('referenceRange', fhir_json_reference_range(
+        {{ fhir_json_optional('referenceRange', fhir_observation_reference_range(
             'lownormalvalue', 'highnormalvalue', fhir_json_unit_members('valueuom'))) }} as range_member
     from (
         select
@@ -72,10 +72,10 @@ patients as ({{ fhir_id_lookup('Patient', 'subject_id', 'charts') }}),
 -- the ICU stay's Encounter; the admission's if the stay is not in the profile (e.g. it would begin after "now")
 stays as (
 
-    select s.stay_id, coalesce(icu.id, hospital.id) as id
+    select s.stay_id, coalesce(icu.reference, hospital.reference) as reference
     from (select distinct stay_id, hadm_id from charts) as s
     left join (
-        {{ fhir_id_lookup('EncounterICU', 'stay_id', ref('int_ehrsql2024__mimic_iv__icustays')) }}
+        {{ fhir_id_lookup('EncounterICU', 'stay_id', ref('int_ehrsql2024__mimic_iv__icustays'), 'Encounter') }}
     ) as icu on icu.stay_id = s.stay_id
     left join ({{ fhir_id_lookup('Encounter', 'hadm_id', 'charts') }}) as hospital on hospital.hadm_id = s.hadm_id
 
@@ -91,9 +91,10 @@ observations as (
         items.unit_members,
         items.range_member,
         {{ fhir_id('ObservationChartevents',
-                   "charts.stay_id || '-' || strftime(charts.raw_charttime, '%Y-%m-%d %H:%M:%S') || '-' || charts.itemid || '-' || charts.raw_value") }} as id,
+                   "charts.stay_id || '-' || charts.raw_charttime || '-' || charts.itemid || '-' || charts.raw_value") }} as id,
         patients.id as patient_id,
-        stays.id as encounter_id
+        patients.reference as patient_reference,
+        stays.reference as encounter_reference
     from charts
     left join items on items.itemid = charts.itemid and items.profile_valueuom is not distinct from charts.profile_valueuom
     left join patients on patients.subject_id = charts.subject_id
@@ -105,4 +106,3 @@ select
     id, 'Observation' as resource_type, patient_id, 'chartevents' as source_table, source_key,
     {{ observation_json }} as resource
 from observations
-order by id

@@ -3,34 +3,33 @@
 -- shifted charttime), shaped like MIMIC-IV on FHIR's ObservationLabevents with MIMIC-IV's original values: d_labitems
 -- label, unit, reference range, flag (abnormal -> interpretation A), priority and comments. Id from labevent_id.
 -- No specimen reference: lab specimens (MIMIC-IV on FHIR's SpecimenLab) are not part of the FHIR view.
--- JSON written directly, item, unit and range parts once each (see macros/fhir_observations.sql).
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
     fhir_json_required('id', fhir_json_plain_string('id')),
     fhir_json_required('meta', fhir_json_meta('mimic-observation-labevents')),
-    fhir_json_required('identifier', "'[{\"system\":\"http://mimic.mit.edu/fhir/mimic/identifier/observation-labevents\",\"value\":\"', labevent_id, '\"}]'"),
-    fhir_json_required('status', fhir_json_plain_string('status')),
-    fhir_json_required('category', fhir_json_array(fhir_json_observation_category('laboratory'))),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('observation-labevents', 'labevent_id', plain=true))),
+    fhir_json_required('status', 'status'),
+    fhir_json_required('category', fhir_json_array(fhir_observation_category('laboratory'))),
     'code_member',
-    fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
-    fhir_json_optional('encounter', fhir_json_reference('Encounter', 'encounter_id')),
+    fhir_json_required('subject', 'patient_reference'),
+    fhir_json_optional('encounter', 'encounter_reference'),
     fhir_json_optional('effectiveDateTime', fhir_json_datetime('charttime')),
-    fhir_json_optional('valueQuantity', fhir_json_quantity('valuenum', 'unit_members', 'comparator')),
+    fhir_json_optional('valueQuantity', fhir_json_quantity('valuenum', comparator_expr='comparator', unit_members='unit_members')),
     fhir_json_optional('interpretation', "case when lower(flag) = 'abnormal' then "
         ~ fhir_json_array(fhir_json_concept('http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation',
                                             "'A'", "'Abnormal'")) ~ " end"),
-    fhir_json_optional('note', "'[{\"text\":' || " ~ fhir_json_string('comments') ~ " || '}]'"),
+    fhir_json_optional('note', fhir_json_array(fhir_json_object(fhir_json_optional('text', fhir_json_string('comments'))))),
     'range_member',
-    fhir_json_optional('extension', "'[{\"url\":\"http://mimic.mit.edu/fhir/mimic/StructureDefinition/mimic-lab-priority\",\"valueString\":' || "
-        ~ fhir_json_string('priority') ~ " || '}]'")
+    fhir_json_optional('extension', fhir_json_array(fhir_json_extension('mimic-lab-priority', 'valueString',
+                                                                       fhir_json_string('priority'))))
 ) }}
 {% endset %}
 with events as (
 
     select
         l.source_key,
-        cast(l.source_key->>'labevent_id' as integer) as labevent_id,
+        cast(l.source_key->>'labevent_id' as bigint) as labevent_id,
         l.subject_id,
         l.hadm_id,
         l.itemid,
@@ -40,11 +39,13 @@ with events as (
 
 ),
 
+-- MIMIC-IV's original values of those rows, from the raw rows cleaned as staging cleans them (clean_text) once
+-- joined: cleaning every row of stg_mimic_iv__labevents first costs more than the rest of this model
 labs as (
 
     select
         events.*,
-        s.valueuom,
+        {{ clean_text('s.valueuom') }} as valueuom,
         case
             when s.value like '%<=%' then '<='
             when s.value like '%<%' then '<'
@@ -55,18 +56,18 @@ labs as (
         end as comparator,
         s.ref_range_lower,
         s.ref_range_upper,
-        s.flag,
-        s.priority,
-        s.comments,
-        -- as MIMIC-IV on FHIR reads the status from the comments
+        {{ clean_text('s.flag') }} as flag,
+        {{ clean_text('s.priority') }} as priority,
+        {{ clean_text('s.comments') }} as comments,
+        -- as MIMIC-IV on FHIR reads the status from the comments (a JSON string)
         case
-            when s.comments ilike '%error%' then 'entered-in-error'
-            when s.comments ilike '%corrected%' then 'corrected'
-            when s.comments ilike '%cancel%' then 'cancelled'
-            else 'final'
+            when s.comments ilike '%error%' then '"entered-in-error"'
+            when s.comments ilike '%corrected%' then '"corrected"'
+            when s.comments ilike '%cancel%' then '"cancelled"'
+            else '"final"'
         end as status
     from events
-    inner join {{ ref('stg_mimic_iv__labevents') }} as s on s.labevent_id = events.labevent_id
+    inner join {{ source('mimic_iv', 'labevents') }} as s on s.labevent_id = events.labevent_id
 
 ),
 
@@ -78,7 +79,7 @@ items as (
         k.*,
         {{ fhir_json_optional('code', fhir_json_concept('mimic-d-labitems', 'k.itemid', 'd.label')) }} as code_member,
         {{ fhir_json_unit_members('k.valueuom') }} as unit_members,
-        {{ fhir_json_optional('referenceRange', fhir_json_reference_range(
+        {{ fhir_json_optional('referenceRange', fhir_observation_reference_range(
             'k.ref_range_lower', 'k.ref_range_upper', fhir_json_unit_members('k.valueuom'))) }} as range_member
     from (select distinct itemid, valueuom, ref_range_lower, ref_range_upper from labs) as k
     left join {{ ref('stg_mimic_iv__d_labitems') }} as d on d.itemid = k.itemid
@@ -98,7 +99,8 @@ observations as (
         items.range_member,
         {{ fhir_id('ObservationLabevents', 'labs.labevent_id') }} as id,
         patients.id as patient_id,
-        admissions.id as encounter_id
+        patients.reference as patient_reference,
+        admissions.reference as encounter_reference
     from labs
     left join items
         on items.itemid = labs.itemid and items.valueuom is not distinct from labs.valueuom
@@ -113,4 +115,3 @@ select
     id, 'Observation' as resource_type, patient_id, 'labevents' as source_table, source_key,
     {{ observation_json }} as resource
 from observations
-order by id

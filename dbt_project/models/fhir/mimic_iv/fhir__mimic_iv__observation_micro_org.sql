@@ -3,15 +3,16 @@
 -- test_itemid-micro_specimen_id-org_itemid among the EHRSQL-2024 microbiologyevents rows (shifted charttime), shaped
 -- like MIMIC-IV on FHIR's ObservationMicroOrg: code = organism (original MIMIC-IV name), derivedFrom -> its test,
 -- hasMember -> its susceptibility observations; without susceptibilities the comment (else 'No susceptibility data
--- present') is the valueString. JSON written directly (see macros/fhir_observations.sql).
+-- present') is the valueString.
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
     fhir_json_required('id', fhir_json_plain_string('id')),
     fhir_json_required('meta', fhir_json_meta('mimic-observation-micro-org')),
-    fhir_json_required('identifier', "'[{\"system\":\"http://mimic.mit.edu/fhir/mimic/identifier/observation-micro-org\",\"value\":\"', test_itemid, '-', micro_specimen_id, '-', org_itemid, '\"}]'"),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('observation-micro-org',
+        "test_itemid || '-' || micro_specimen_id || '-' || org_itemid", plain=true))),
     fhir_json_required('status', fhir_json_constant('final')),
-    fhir_json_required('category', fhir_json_array(fhir_json_observation_category('laboratory'))),
+    fhir_json_required('category', fhir_json_array(fhir_observation_category('laboratory'))),
     fhir_json_optional('code', fhir_json_concept('mimic-microbiology-organism', 'org_itemid', 'org_name')),
     fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
     fhir_json_optional('effectiveDateTime', fhir_json_datetime('charttime')),
@@ -38,8 +39,9 @@ organisms as (
         max(charttime) as charttime,
         max(comments) as comments,
         -- hasMember: the organism's susceptibility observations
-        '[' || string_agg({{ fhir_json_reference('Observation', fhir_id('ObservationMicroSusc', 'microevent_id')) }},
-                          ',' order by microevent_id) filter (where ab_itemid is not null) || ']' as has_member
+        {{ fhir_json_array_agg("case when ab_itemid is not null then "
+                               ~ fhir_json_reference('Observation', fhir_id('ObservationMicroSusc', 'microevent_id')) ~ " end",
+                               'microevent_id') }} as has_member
     from micro
     where org_itemid is not null
     group by test_itemid, micro_specimen_id, org_itemid
@@ -63,4 +65,3 @@ select
                         org_itemid := org_itemid)) as source_key,
     {{ observation_json }} as resource
 from observations
-order by id

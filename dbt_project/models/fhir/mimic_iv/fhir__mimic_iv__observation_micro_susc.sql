@@ -3,16 +3,15 @@
 -- microbiologyevents row with an antibiotic (id from microevent_id; shifted charttime), shaped like MIMIC-IV on FHIR's
 -- ObservationMicroSusc: code = antibiotic (original MIMIC-IV name), value = the interpretation (S/R/I/P mapped to
 -- v3-ObservationInterpretation as MIMIC-IV on FHIR maps them), derivedFrom -> its organism observation, the dilution
--- (with its comparator) in the dilution-details extension, comments as note. JSON written directly (see
--- macros/fhir_observations.sql).
+-- (with its comparator) in the dilution-details extension, comments as note.
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
     fhir_json_required('id', fhir_json_plain_string('id')),
     fhir_json_required('meta', fhir_json_meta('mimic-observation-micro-susc')),
-    fhir_json_required('identifier', "'[{\"system\":\"http://mimic.mit.edu/fhir/mimic/identifier/observation-micro-susc\",\"value\":\"', microevent_id, '\"}]'"),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('observation-micro-susc', 'microevent_id', plain=true))),
     fhir_json_required('status', fhir_json_constant('final')),
-    fhir_json_required('category', fhir_json_array(fhir_json_observation_category('laboratory'))),
+    fhir_json_required('category', fhir_json_array(fhir_observation_category('laboratory'))),
     fhir_json_optional('code', fhir_json_concept('mimic-microbiology-antibiotic', 'ab_itemid', 'ab_name')),
     fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
     fhir_json_optional('effectiveDateTime', fhir_json_datetime('charttime')),
@@ -20,9 +19,9 @@
         'http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation', 'interpretation_code',
         'interpretation_display')),
     fhir_json_optional('derivedFrom', fhir_json_array(fhir_json_reference('Observation', 'org_id'))),
-    fhir_json_optional('note', "'[{\"text\":' || " ~ fhir_json_string('comments') ~ " || '}]'"),
-    fhir_json_optional('extension', "'[{\"url\":\"http://mimic.mit.edu/fhir/mimic/StructureDefinition/dilution-details\",\"valueQuantity\":' || "
-        ~ fhir_json_quantity('dilution_value', comparator_expr='comparator') ~ " || '}]'")
+    fhir_json_optional('note', fhir_json_array(fhir_json_object(fhir_json_optional('text', fhir_json_string('comments'))))),
+    fhir_json_optional('extension', fhir_json_array(fhir_json_extension('dilution-details', 'valueQuantity',
+        fhir_json_quantity('dilution_value', comparator_expr='comparator'))))
 ) }}
 {% endset %}
 with micro as (
@@ -61,4 +60,3 @@ select
     to_json(struct_pack(microevent_id := microevent_id)) as source_key,
     {{ observation_json }} as resource
 from susceptibilities
-order by id

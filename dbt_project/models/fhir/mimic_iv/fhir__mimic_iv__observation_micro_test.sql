@@ -3,14 +3,14 @@
 -- the EHRSQL-2024 microbiologyevents rows (shifted charttime), shaped like MIMIC-IV on FHIR's ObservationMicroTest:
 -- the test's specimen and admission, hasMember -> its organism observations; a test without organism carries the
 -- result comment as valueString, or a NullFlavor (de-identified '___' comment: MSK, none: NI). Original MIMIC-IV
--- test name. JSON written directly (see macros/fhir_observations.sql).
+-- test name.
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
     fhir_json_required('id', fhir_json_plain_string('id')),
     fhir_json_required('meta', fhir_json_meta('mimic-observation-micro-test')),
     fhir_json_required('status', fhir_json_constant('final')),
-    fhir_json_required('category', fhir_json_array(fhir_json_observation_category('laboratory'))),
+    fhir_json_required('category', fhir_json_array(fhir_observation_category('laboratory'))),
     fhir_json_optional('code', fhir_json_concept('mimic-microbiology-test', 'test_itemid', 'test_name')),
     fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
     fhir_json_optional('encounter', fhir_json_reference('Encounter', 'encounter_id')),
@@ -46,9 +46,9 @@ members as (
     select
         micro_specimen_id,
         test_itemid,
-        '[' || string_agg({{ fhir_json_reference('Observation',
-                                                 fhir_micro_org_id('test_itemid', 'micro_specimen_id', 'org_itemid')) }},
-                          ',' order by org_itemid) || ']' as has_member
+        {{ fhir_json_array_agg(fhir_json_reference('Observation',
+                                                   fhir_micro_org_id('test_itemid', 'micro_specimen_id', 'org_itemid')),
+                               'org_itemid') }} as has_member
     from organisms
     group by micro_specimen_id, test_itemid
 
@@ -93,4 +93,3 @@ select
     to_json(struct_pack(micro_specimen_id := micro_specimen_id, test_itemid := test_itemid)) as source_key,
     {{ observation_json }} as resource
 from observations
-order by id

@@ -2,7 +2,6 @@
 -- FHIR Observations of the ICU outputs (one per row of the EHRSQL-2024 outputevents, same shifted charttime), shaped
 -- like MIMIC-IV on FHIR's ObservationOutputevents (code system mimic-d-items, d_items category, the amount as
 -- valueQuantity). Original MIMIC-IV label and unit. Id from the raw key stay_id-charttime-itemid.
--- JSON written directly, item and unit parts once each (see macros/fhir_observations.sql).
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
@@ -10,10 +9,10 @@
     fhir_json_required('meta', fhir_json_meta('mimic-observation-outputevents')),
     fhir_json_required('status', fhir_json_constant('final')),
     'item_members',
-    fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
-    fhir_json_optional('encounter', fhir_json_reference('Encounter', 'encounter_id')),
+    fhir_json_required('subject', 'patient_reference'),
+    fhir_json_optional('encounter', 'encounter_reference'),
     fhir_json_optional('effectiveDateTime', fhir_json_datetime('charttime')),
-    fhir_json_optional('valueQuantity', fhir_json_quantity('value', 'unit_members'))
+    fhir_json_optional('valueQuantity', fhir_json_quantity('value', unit_members='unit_members'))
 ) }}
 {% endset %}
 with outputs as (
@@ -73,10 +72,10 @@ patients as ({{ fhir_id_lookup('Patient', 'subject_id', 'outputs') }}),
 -- the ICU stay's Encounter; the admission's if the stay is not in the profile (e.g. it would begin after "now")
 stays as (
 
-    select s.stay_id, coalesce(icu.id, hospital.id) as id
+    select s.stay_id, coalesce(icu.reference, hospital.reference) as reference
     from (select distinct stay_id, hadm_id from outputs) as s
     left join (
-        {{ fhir_id_lookup('EncounterICU', 'stay_id', ref('int_ehrsql2024__mimic_iv__icustays')) }}
+        {{ fhir_id_lookup('EncounterICU', 'stay_id', ref('int_ehrsql2024__mimic_iv__icustays'), 'Encounter') }}
     ) as icu on icu.stay_id = s.stay_id
     left join ({{ fhir_id_lookup('Encounter', 'hadm_id', 'outputs') }}) as hospital on hospital.hadm_id = s.hadm_id
 
@@ -93,7 +92,8 @@ observations as (
         {{ fhir_id('ObservationOutputevents',
                    "events.stay_id || '-' || strftime(events.raw_charttime, '%Y-%m-%d %H:%M:%S') || '-' || events.itemid") }} as id,
         patients.id as patient_id,
-        stays.id as encounter_id
+        patients.reference as patient_reference,
+        stays.reference as encounter_reference
     from events
     left join items on items.itemid = events.itemid and items.valueuom is not distinct from events.valueuom
     left join patients on patients.subject_id = events.subject_id
@@ -105,4 +105,3 @@ select
     id, 'Observation' as resource_type, patient_id, 'outputevents' as source_table, source_key,
     {{ observation_json }} as resource
 from observations
-order by id

@@ -2,16 +2,16 @@
 -- FHIR Patient per patient of the MIMIC-IV profiles (the EHRSQL-2024 cohort, dates shifted as in the SQL
 -- databases, so that SQL and FHIR questions share one "now"); original MIMIC-IV values.
 {% set patient_json %}
-json_object(
-    'resourceType', 'Patient',
-    'id', id,
-    'meta', json_object('profile', json_array('http://mimic.mit.edu/fhir/mimic/StructureDefinition/mimic-patient')),
-    'identifier', json_array(json_object(
-        'system', 'http://mimic.mit.edu/fhir/mimic/identifier/patient', 'value', cast(subject_id as varchar))),
-    'gender', case gender when 'F' then 'female' when 'M' then 'male' else 'unknown' end,
-    'birthDate', strftime(dob, '%Y-%m-%d'),
-    'deceasedDateTime', {{ fhir_datetime('dod') }}
-)
+{{ fhir_json_object(
+    fhir_json_required('resourceType', fhir_json_constant('Patient')),
+    fhir_json_required('id', fhir_json_plain_string('id')),
+    fhir_json_required('meta', fhir_json_meta('mimic-patient')),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('patient', 'subject_id', plain=true))),
+    fhir_json_required('gender', fhir_json_plain_string(
+        "case gender when 'F' then 'female' when 'M' then 'male' else 'unknown' end")),
+    fhir_json_optional('birthDate', fhir_json_plain_string("strftime(dob, '%Y-%m-%d')")),
+    fhir_json_optional('deceasedDateTime', fhir_json_datetime('dod'))
+) }}
 {% endset %}
 with patients as (
 
@@ -32,6 +32,5 @@ select
     id as patient_id,
     'patients' as source_table,
     to_json(struct_pack(subject_id := subject_id)) as source_key,
-    {{ fhir_resource(patient_json) }} as resource
+    {{ patient_json }} as resource
 from patients
-order by id

@@ -2,18 +2,17 @@
 -- FHIR Specimens of the microbiology specimens of the MIMIC-IV profiles (one per micro_specimen_id among the
 -- EHRSQL-2024 microbiologyevents rows, collected at their shifted charttime), shaped like MIMIC-IV on FHIR's
 -- SpecimenMicro: type coded by spec_itemid (code system mimic-spec-type-desc) with MIMIC-IV's original
--- spec_type_desc, also as its text. Id from micro_specimen_id. JSON written directly (see macros/fhir_observations.sql).
+-- spec_type_desc, also as its text. Id from micro_specimen_id.
 {% set specimen_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Specimen')),
     fhir_json_required('id', fhir_json_plain_string('id')),
     fhir_json_required('meta', fhir_json_meta('mimic-specimen')),
-    fhir_json_required('identifier', "'[{\"system\":\"http://mimic.mit.edu/fhir/mimic/identifier/specimen-micro\",\"value\":\"', micro_specimen_id, '\"}]'"),
-    fhir_json_optional('type', "case when spec_type_desc is not null then concat('{\"coding\":[{\"system\":\"http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-spec-type-desc\"', ',\"code\":' || "
-        ~ fhir_json_plain_string('spec_itemid') ~ ", ',\"display\":', " ~ fhir_json_string('spec_type_desc')
-        ~ ", '}],\"text\":', " ~ fhir_json_string('spec_type_desc') ~ ", '}') end"),
+    fhir_json_required('identifier', fhir_json_array(fhir_json_identifier('specimen-micro', 'micro_specimen_id', plain=true))),
+    fhir_json_optional('type', fhir_json_concept('mimic-spec-type-desc', 'spec_itemid', 'spec_type_desc',
+                                                 text_expr='spec_type_desc')),
     fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
-    fhir_json_optional('collection', "'{\"collectedDateTime\":' || " ~ fhir_json_datetime('charttime') ~ " || '}'")
+    fhir_json_optional('collection', fhir_json_object(fhir_json_optional('collectedDateTime', fhir_json_datetime('charttime'))))
 ) }}
 {% endset %}
 with micro as (
@@ -41,4 +40,3 @@ select
     to_json(struct_pack(micro_specimen_id := micro_specimen_id)) as source_key,
     {{ specimen_json }} as resource
 from specimens
-order by id
