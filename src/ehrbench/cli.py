@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ehrbench.errors import EhrbenchError
 from ehrbench.publish import latest_build_id, published_builds
-from ehrbench.settings import DataLayout, default_data_dir
+from ehrbench.settings import DataLayout, QuestionSettings, default_data_dir
 
 app = typer.Typer(help="Reproducible benchmarks for LLM agents over EHR databases.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -43,6 +43,10 @@ def build(
     ehrsql2024_dir: Annotated[Path | None, typer.Option(
         help="Published EHRSQL-2024 mimic_iv/ folder: its valid questions get FHIR resource-id ground truth. "
              "Default: $EHRBENCH_EHRSQL2024_DIR, else none.")] = None,
+    questions_per_template: Annotated[int, typer.Option(help="Questions per template and database.")] = 5,
+    paraphrase_model: Annotated[str | None, typer.Option(
+        help="Chat model that paraphrases the questions: openai:<model>[@<base_url>] or gemini:<model>. Default: "
+             "$EHRBENCH_PARAPHRASE_MODEL, else the templates' own phrasings.")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Run the build-benchmark flow (same parameters as the Prefect deployment)."""
@@ -61,6 +65,7 @@ def build(
             strict_checksums=strict_checksums, seed=seed, mimic_iv_edition=mimic_iv_edition,
             eicu_edition=eicu_edition, current_time=current_time, start_year=start_year, time_span=time_span,
             eicu_preset=eicu_preset, ehrsql2024_dir=str(ehrsql2024_dir) if ehrsql2024_dir else None,
+            questions=QuestionSettings(per_template=questions_per_template, paraphrase_model=paraphrase_model),
             data_dir=str(root))
     except EhrbenchError as exc:
         _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
@@ -144,6 +149,37 @@ def fhir_serve(
                f"in {time.perf_counter() - started:.1f}s", highlight=False)
     typer.echo(f"FHIR R4 base URL: http://{host}:{port}/")
     uvicorn.run(fhir, host=host, port=port, log_level="info")
+
+
+questions_app = typer.Typer(help="Question templates and generated question sets.", no_args_is_help=True)
+app.add_typer(questions_app, name="questions")
+
+
+@questions_app.command("check")
+def questions_check(
+    build: Annotated[str, typer.Option(
+        help="'latest', a build id under <data-dir>/benchmarks, or a build folder.")] = "latest",
+    database: Annotated[list[str] | None, typer.Option(help="mimic_iv and/or eicu (default both).")] = None,
+    template: Annotated[list[str] | None, typer.Option(help="Only templates whose id starts with this.")] = None,
+    per_template: Annotated[int, typer.Option(help="Questions to generate per template and database.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the draws.")] = 0,
+    templates_dir: Annotated[Path | None, typer.Option(help="Template folder (default: the package's).")] = None,
+    show: Annotated[int, typer.Option(help="Example questions to print per template.")] = 1,
+    data_dir: DataDir = None,
+) -> None:
+    """Generate questions from templates on a build's databases and report, per template, how many executed,
+    came back empty, failed, or disagree between DuckDB and the exported SQLite. Exits 1 on any failure."""
+    from ehrbench.questions.check import check_templates
+
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    folder = Path(build) if build != "latest" and Path(build).is_dir() else layout.benchmarks / build
+    try:
+        ok = check_templates(folder, databases=database or None, prefixes=template or None,
+                             per_template=per_template, seed=seed, templates_dir=templates_dir, show=show)
+    except EhrbenchError as exc:
+        _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    raise typer.Exit(0 if ok else 1)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -56,6 +56,8 @@ class Manifest(BaseModel):
     databases: dict[str, dict] = Field(default_factory=dict,
                                        description="<profile>/<database> -> schema, files, row counts")
     fhir: dict = Field(default_factory=dict, description="FHIR resources: counts per type, files, validation")
+    questions: dict = Field(default_factory=dict, description=(
+        "generated questions: settings, counts, files, paraphrasing, FHIR grounding, GX validation and quarantine"))
     stages: dict[str, StageTiming] = Field(default_factory=dict)
 
     @property
@@ -77,7 +79,8 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                       releases: Sequence[ReleaseIngest], dbt_runs: Sequence[DbtRun],
                       validation: Mapping[str, SuiteResult], row_counts: Mapping[str, dict[str, int]],
                       stages: dict[str, StageTiming], profile_vars: dict[str, dict] | None = None,
-                      databases: dict[str, dict] | None = None, fhir: dict | None = None) -> Manifest:
+                      databases: dict[str, dict] | None = None, fhir: dict | None = None,
+                      questions: dict | None = None) -> Manifest:
     """The manifest of a finished build from what its stages reported."""
     return Manifest(
         build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
@@ -94,4 +97,5 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
         validation={name: {"success": r.success, "evaluated": r.evaluated,
                            "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
                     for name, r in validation.items()},
-        stages=dict(stages), profile_vars=profile_vars or {}, databases=databases or {}, fhir=fhir or {})
+        stages=dict(stages), profile_vars=profile_vars or {}, databases=databases or {}, fhir=fhir or {},
+        questions=questions or {})

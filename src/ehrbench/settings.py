@@ -15,6 +15,23 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("EHRBENCH_DATA_DIR", "data")).resolve()
 
 
+class QuestionSettings(BaseModel):
+    """How a build generates its questions (stage questions)."""
+
+    per_template: int = Field(5, ge=1, le=1000, description="Questions per template and database.")
+    empty_answer_share: float = Field(0.2, ge=0, le=1, description=(
+        "Share of a template's questions that may keep an empty gold answer (labelled empty_by_design); "
+        "FHIR-AgentBench kept about 24 %."))
+    unanswerable_share: float = Field(0.2, ge=0, lt=1, description=(
+        "Share of each database's ehrsql questions that are unanswerable (EHRSQL-2024's valid set: 20 %), spread "
+        "over the unanswerable categories."))
+    max_quarantine_share: float = Field(0.05, ge=0, le=1, description=(
+        "The build fails when more than this share of the generated questions fails validation."))
+    paraphrase_model: str | None = Field(None, description=(
+        "Chat model that paraphrases the questions (openai:<model>[@<base_url>] or gemini:<model>). Default: "
+        "$EHRBENCH_PARAPHRASE_MODEL, else the templates' hand-written phrasings."))
+
+
 class BuildParameters(BaseModel):
     """Everything that determines a build; recorded verbatim in its manifest."""
 
@@ -36,16 +53,22 @@ class BuildParameters(BaseModel):
         "truth in the build. Default: $EHRBENCH_EHRSQL2024_DIR, else none."))
     eicu_preset: Literal["ehrchatqa", "ehrsql2022"] = Field(
         "ehrchatqa", description="eICU time constants: EHR-ChatQA's (2100, span 0) or EHRSQL-2022's (2100-2105).")
+    questions: QuestionSettings = Field(default_factory=lambda: QuestionSettings(),
+                                        description="How the build's question sets are generated.")
 
     @classmethod
     def from_environment(cls, **overrides) -> BuildParameters:
-        """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_EHRSQL2024_DIR where
-        not given."""
+        """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_EHRSQL2024_DIR and the
+        paraphrasing model from EHRBENCH_PARAPHRASE_MODEL where not given (so the manifest records what was used)."""
         values = {k: v for k, v in overrides.items() if v not in (None, "")}
         for name, variable in (("mimic_iv_dir", "EHRBENCH_MIMIC_IV_DIR"), ("eicu_dir", "EHRBENCH_EICU_DIR"),
                                ("ehrsql2024_dir", "EHRBENCH_EHRSQL2024_DIR")):
             if name not in values and os.environ.get(variable):
                 values[name] = os.environ[variable]
+        questions = QuestionSettings.model_validate(values.get("questions") or {})
+        if questions.paraphrase_model is None and os.environ.get("EHRBENCH_PARAPHRASE_MODEL"):
+            questions = questions.model_copy(update={"paraphrase_model": os.environ["EHRBENCH_PARAPHRASE_MODEL"]})
+        values["questions"] = questions
         return cls(**values)
 
 

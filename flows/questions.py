@@ -1,0 +1,120 @@
+"""Stage 5 — questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
+agent-facing databases.
+
+    generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)
+      → paraphrase (an LLM when EHRBENCH_PARAPHRASE_MODEL is set, else the templates' own phrasings)
+      → ground the single-patient MIMIC-IV questions in FHIR resources (and check a sample of them both ways)
+      → validate with Great Expectations (expectations/questions.json): failures go to quarantine/questions.parquet,
+        the build fails only when the quarantine share passes its threshold
+      → write questions/questions.parquet (every question with its gold; the FHIR suite's rows with resource ids)
+        and exports/ehrsql2024/ (EHRSQL-2024's data/label/answer files).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+
+from ehrbench.fhir.ground_truth import Question, ground_questions, summarize
+from ehrbench.fhir.grounding_check import check_groundings
+from ehrbench.profiles import BenchmarkDatabase
+from ehrbench.questions.generate import GeneratedQuestion, GenerationSettings, generate_questions
+from ehrbench.questions.paraphrase import ParaphraseSettings, paraphrase_questions, paraphraser_from_settings
+from ehrbench.questions.suites import FHIR_DATABASE, fhir_questions, write_ehrsql2024_export, write_questions
+from ehrbench.questions.templates import DATABASES, PROFILE_OF, load_templates
+from ehrbench.settings import QuestionSettings
+from ehrbench.validation.questions import validate_questions, write_quarantine
+
+EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations" / "questions.json"
+CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
+
+
+@flow(name="questions")
+def build_questions(build_dir: Path, profile_vars: dict, seed: int, settings: QuestionSettings,
+                    data_dir: Path) -> dict:
+    """Returns the manifest's `questions` entry: counts, files, paraphrasing, FHIR grounding, validation."""
+    logger = get_run_logger()
+    templates = load_templates()
+    questions: list[GeneratedQuestion] = []
+    for database in DATABASES:
+        questions += generate(build_dir, database, profile_vars, seed, settings, templates)
+    paraphrasing = paraphrase(questions, {t.id: t for t in templates}, seed, settings, data_dir)
+    grounding = ground_in_fhir(build_dir, questions, profile_vars, seed)
+
+    questions += fhir_questions(questions, grounding.pop("groundings"))
+
+    records = [q.to_dict() for q in questions]
+    validation = validate_questions(records, EXPECTATIONS, databases=DATABASES,
+                                    data_docs_dir=build_dir / "reports" / "gx")
+    write_quarantine(records, validation, build_dir / "quarantine" / "questions.parquet")
+    logger.info("questions: %d generated, %d quarantined (%.1f %%)", len(questions), validation.quarantined_count,
+                100 * validation.quarantine_share)
+    for shortfall in validation.coverage_shortfalls():
+        logger.warning("question coverage not met: %s", shortfall)
+    validation.check(settings.max_quarantine_share)
+
+    kept = [q for q in questions if q.question_id not in validation.quarantined]
+    files = {"questions": write_questions(kept, build_dir), "ehrsql2024": write_ehrsql2024_export(kept, build_dir),
+             "quarantine": "quarantine/questions.parquet"}
+    publish_artifacts(kept, validation)
+    return {"settings": settings.model_dump(), "generated": len(questions), "kept": len(kept),
+            "quarantined": validation.quarantined_count, "files": files,
+            "by_suite": {f"{suite}/{db}": n for (suite, db), n in Counter((q.suite, q.db) for q in kept).items()},
+            "answerable": sum(q.is_answerable for q in kept),
+            "empty_by_design": sum(q.empty_by_design for q in kept),
+            "templates": len({q.template_id for q in kept}), "paraphrasing": paraphrasing,
+            "fhir_grounding": grounding, "validation": validation.summary()}
+
+
+@task
+def generate(build_dir: Path, database: str, profile_vars: dict, seed: int, settings: QuestionSettings,
+             templates: list) -> list[GeneratedQuestion]:
+    profile, name, var_group = PROFILE_OF[database]
+    duckdb_file, sqlite_file = BenchmarkDatabase(profile, name).files(build_dir)
+    now = datetime.strptime(profile_vars[var_group]["current_time"], "%Y-%m-%d %H:%M:%S")
+    return generate_questions(templates, database, duckdb_file, sqlite_file, now, GenerationSettings(
+        per_template=settings.per_template, empty_share=settings.empty_answer_share,
+        unanswerable_share=settings.unanswerable_share, seed=seed))
+
+
+@task
+def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, settings: QuestionSettings,
+               data_dir: Path) -> dict:
+    paraphrasing = ParaphraseSettings.from_environment(data_dir, model=settings.paraphrase_model, seed=seed)
+    report = paraphrase_questions(questions, paraphraser_from_settings(templates, paraphrasing))
+    return {"model": paraphrasing.model, "embedding_model": paraphrasing.embedding_model, **report.to_dict()}
+
+
+@task
+def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: dict, seed: int) -> dict:
+    """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.ground_truth), and the dual check of a
+    seeded sample of the single-patient ones."""
+    database = BenchmarkDatabase(*PROFILE_OF[FHIR_DATABASE][:2])
+    sqlite_file = database.files(build_dir)[1]
+    resources = build_dir / "fhir" / "resources.duckdb"
+    current_time = profile_vars[PROFILE_OF[FHIR_DATABASE][2]]["current_time"]
+    asked = [Question(q.question_id, q.gold_sql_sqlite, q.patient_scoped) for q in questions
+             if q.db == FHIR_DATABASE and q.is_answerable and q.gold_sql_sqlite]
+    groundings = ground_questions(asked, sqlite_file, build_dir / "hidden" / "lineage" / f"{database.key}.parquet",
+                                  resources, current_time)
+    check = check_groundings(groundings, {q.question_id: q.sql for q in asked}, sqlite_file, resources,
+                             current_time, limit=CHECK_LIMIT, seed=seed)
+    return {"groundings": groundings, **summarize(groundings), "grounding_check": check.to_dict()}
+
+
+def publish_artifacts(kept: list[GeneratedQuestion], validation) -> None:
+    by_template = Counter((q.suite, q.db, q.category, q.template_id, q.is_answerable) for q in kept)
+    create_table_artifact(
+        key="questions", table=[{"suite": s, "db": d, "category": c, "template": t, "answerable": a, "questions": n}
+                                for (s, d, c, t, a), n in sorted(by_template.items())],
+        description="Generated questions per template (after quarantine)")
+    create_markdown_artifact(key="questions-validation", markdown=validation.markdown(),
+                             description="Great Expectations on the generated questions")
+    if validation.data_docs_index:
+        create_link_artifact(key="questions-data-docs", link=Path(validation.data_docs_index).resolve().as_uri(),
+                             link_text="Great Expectations Data Docs of the questions",
+                             description="Data Docs built into the build folder")

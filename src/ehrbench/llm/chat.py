@@ -1,0 +1,189 @@
+"""A small chat-completion interface: one protocol, an OpenAI-compatible client (OpenAI, vLLM, Ollama, llama.cpp
+server) and a Gemini client, chosen by a model spec such as `openai:llama3@http://localhost:8000/v1`.
+
+Messages use OpenAI's shape ({"role": "system" | "user" | "assistant", "content": text}); the Gemini client maps
+them to its own. Clients retry rate limits, server errors and timeouts themselves (see `_client`); what still fails
+is raised as `ChatError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from ehrbench.errors import EhrbenchError
+
+if TYPE_CHECKING:
+    import openai
+    from google.genai.types import Candidate
+
+Message = dict[str, str]
+PROVIDERS = ("openai", "gemini")
+SPEC_FORM = "openai:<model>, openai:<model>@<base_url> or gemini:<model>"
+# Local OpenAI-compatible servers ignore the key, but the SDK refuses to start without one.
+PLACEHOLDER_API_KEY = "not-needed"
+_SPEC = re.compile(r"^(?P<provider>[a-z]+):(?P<model>[^@\s]+?)(?:@(?P<base_url>https?://\S+))?$")
+
+
+class ChatError(EhrbenchError):
+    """A model endpoint failed after its retries; the message names the model and the endpoint's words."""
+
+
+class ChatModel(Protocol):
+    provider: str
+    model: str
+
+    def complete(self, messages: list[Message], *, temperature: float, n: int = 1) -> list[str]:
+        """Up to `n` completions of the conversation (some servers return fewer than asked for)."""
+        ...
+
+
+class Embedder(Protocol):
+    provider: str
+    model: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    model: str
+    base_url: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> ModelSpec:
+        match = _SPEC.match(spec.strip())
+        if not match or match["provider"] not in PROVIDERS:
+            raise ValueError(f"model spec {spec!r} is not of the form {SPEC_FORM}")
+        if match["provider"] == "gemini" and match["base_url"]:
+            raise ValueError(f"model spec {spec!r}: a Gemini model takes no base URL (expected {SPEC_FORM})")
+        return cls(match["provider"], match["model"], match["base_url"])
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+
+
+class OpenAIChat:
+    """Chat completions from any OpenAI-compatible endpoint."""
+
+    provider = "openai"
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 60.0,
+                 max_retries: int = 4):
+        self.model = model
+        self.base_url = base_url
+        self._client = _client(base_url, api_key, timeout_s, max_retries)
+
+    def complete(self, messages: list[Message], *, temperature: float, n: int = 1) -> list[str]:
+        # `n` is left out when 1: a few compatible servers reject the parameter altogether.
+        extra = {"n": n} if n > 1 else {}
+        try:
+            response = self._client.chat.completions.create(model=self.model, messages=messages,
+                                                            temperature=temperature, **extra)
+        except _openai().OpenAIError as exc:
+            raise ChatError(f"{ModelSpec(self.provider, self.model, self.base_url)}: {exc}") from exc
+        return [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
+
+
+class OpenAIEmbeddings:
+    """Embeddings from any OpenAI-compatible endpoint (POST /embeddings)."""
+
+    provider = "openai"
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 60.0,
+                 max_retries: int = 4):
+        self.model = model
+        self.base_url = base_url
+        self._client = _client(base_url, api_key, timeout_s, max_retries)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            response = self._client.embeddings.create(model=self.model, input=texts)
+        except _openai().OpenAIError as exc:
+            raise ChatError(f"{ModelSpec(self.provider, self.model, self.base_url)}: {exc}") from exc
+        return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+
+
+class GeminiChat:
+    """Chat completions from Gemini (Google AI Studio key)."""
+
+    provider = "gemini"
+
+    def __init__(self, model: str, api_key: str | None = None, timeout_s: float = 60.0, max_retries: int = 4):
+        self.model = model
+        api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not api_key:
+            raise ValueError(f"gemini:{model} needs an API key: pass one or set GEMINI_API_KEY (or GOOGLE_API_KEY)")
+        # imported here, not at the top: google-genai takes seconds to import and only Gemini runs need it
+        from google import genai
+        from google.genai import types as genai_types
+
+        # google-genai retries 408/429/5xx and transient connection errors itself, with exponential backoff.
+        options = genai_types.HttpOptions(timeout=int(timeout_s * 1000),
+                                          retry_options=genai_types.HttpRetryOptions(attempts=max_retries + 1))
+        self._client = genai.Client(api_key=api_key, http_options=options)
+
+    def complete(self, messages: list[Message], *, temperature: float, n: int = 1) -> list[str]:
+        from google.genai import errors as genai_errors
+        from google.genai import types as genai_types
+
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        contents = [genai_types.Content(role="model" if m["role"] == "assistant" else "user",
+                                        parts=[genai_types.Part(text=m["content"])])
+                    for m in messages if m["role"] != "system"]
+        config = genai_types.GenerateContentConfig(temperature=temperature, candidate_count=n if n > 1 else None,
+                                                   system_instruction=system or None)
+        try:
+            response = self._client.models.generate_content(model=self.model, contents=contents, config=config)
+        except genai_errors.APIError as exc:
+            raise ChatError(f"gemini:{self.model}: {exc}") from exc
+        return [_text(candidate) for candidate in response.candidates or []]
+
+
+def _text(candidate: Candidate) -> str:
+    parts = candidate.content.parts if candidate.content else None
+    return "".join(part.text or "" for part in parts or [])
+
+
+def chat_model(spec: str, *, api_key: str | None = None, timeout_s: float = 60.0, max_retries: int = 4) -> ChatModel:
+    """The chat model a spec names: `openai:<model>`, `openai:<model>@<base_url>` or `gemini:<model>`."""
+    parsed = ModelSpec.parse(spec)
+    if parsed.provider == "gemini":
+        return GeminiChat(parsed.model, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries)
+    return OpenAIChat(parsed.model, base_url=parsed.base_url, api_key=api_key, timeout_s=timeout_s,
+                      max_retries=max_retries)
+
+
+def embedding_model(spec: str, *, api_key: str | None = None, timeout_s: float = 60.0,
+                    max_retries: int = 4) -> Embedder:
+    """The embedding model a spec names; only OpenAI-compatible endpoints (`openai:<model>[@<base_url>]`)."""
+    parsed = ModelSpec.parse(spec)
+    if parsed.provider != "openai":
+        raise ValueError(f"embedding model spec {spec!r}: only openai:<model>[@<base_url>] endpoints embed")
+    return OpenAIEmbeddings(parsed.model, base_url=parsed.base_url, api_key=api_key, timeout_s=timeout_s,
+                            max_retries=max_retries)
+
+
+def _client(base_url: str | None, api_key: str | None, timeout_s: float, max_retries: int) -> openai.OpenAI:
+    """An OpenAI SDK client. Retries are the SDK's own (`max_retries`): it retries 408/409/429/5xx, connection
+    errors and timeouts with exponential backoff and jitter and honours the server's Retry-After headers, which a
+    hand-written loop would have to reimplement."""
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_API_KEY if base_url else None)
+    if not api_key:
+        raise ValueError("an OpenAI model needs an API key: pass one or set OPENAI_API_KEY "
+                         "(a local server named with @<base_url> needs none)")
+    return _openai().OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
+
+
+def _openai():
+    """The openai SDK, imported when a client is made: its import takes seconds, which offline builds skip."""
+    import openai
+
+    return openai

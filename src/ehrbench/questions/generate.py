@@ -1,0 +1,280 @@
+"""Generate questions from templates on one agent-facing database: seeded value sampling, gold SQL executed in
+DuckDB (the answer) and, transpiled, in SQLite (the exported database; both answers are kept for validation).
+
+Reproducibility: each (template, database) draws from its own generator, seeded by the build seed and the
+template id, so adding or editing one template does not change the questions of the others. Candidate values are
+read in a total order (ORDER BY ALL) before drawing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ehrbench.ehrsql.scoring import format_answer
+from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
+from ehrbench.questions.instantiate import Instance, InstantiationError, instantiate
+from ehrbench.questions.templates import Template
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    per_template: int = 5  # questions per (template, database)
+    empty_share: float = 0.2  # share of a template's questions that may keep an empty answer (labelled)
+    attempts: int = 8  # draws per wanted question before a template gives up
+    timeout_s: float = 10.0  # per gold query and dialect
+    unanswerable_share: float | None = 0.2  # of a database's questions (EHRSQL-2024 valid: 20 %); None: all of them
+    seed: int = 0
+
+
+@dataclass
+class GeneratedQuestion:
+    """One generated question with its gold; `question` is the template's wording until a paraphraser runs."""
+
+    question_id: str
+    suite: str  # ehrsql (the FHIR suite's rows are made from these: suites.fhir_questions)
+    db: str  # mimic_iv | eicu (ehrbench.questions.templates.DATABASES)
+    template_id: str  # for unanswerable questions also their category
+    category: str
+    is_answerable: bool
+    patient_scoped: bool
+    question: str
+    template_question: str
+    slot_values: str  # JSON: value slot -> sampled value
+    slot_texts: str  # JSON: slot -> its text in the question (values, operators, time expressions)
+    time_kinds: str  # JSON: time slot -> kind
+    current_time: str
+    gold_sql_duckdb: str | None
+    gold_sql_sqlite: str | None  # transpiled (ehrbench.questions.dialects), for the exported SQLite database
+    answer: str | None  # JSON rows (None: unanswerable or failed)
+    answer_text: str | None  # EHRSQL-2024 answer string of the rows
+    answer_rows: int | None
+    empty_answer: bool
+    empty_by_design: bool  # an empty answer kept on purpose (labelled)
+    max_rows: int
+    execution_s: float | None
+    execution_error: str | None
+    sqlite_answer_text: str | None
+    sqlite_error: str | None
+    paraphrase_source: str = "template"  # template | offline:<n> | llm:<model>
+    paraphrase_keeps_slots: bool = True  # every slot text of slot_texts occurs in `question`
+    fhir_ids: list[str] | None = None  # FHIR suite: the resources the answer needs
+    context: str | None = None  # FHIR suite: the current-time sentence
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        record = asdict(self)
+        record["extra"] = json.dumps(self.extra, sort_keys=True)
+        return record
+
+
+_ARROW_TYPES = {str: pa.string(), "str": pa.string(), "str | None": pa.string(), "bool": pa.bool_(),
+                "int": pa.int64(), "int | None": pa.int64(), "float | None": pa.float64(), "dict": pa.string(),
+                "list[str] | None": pa.list_(pa.string())}
+# the columns of question files (parquet), fixed so that a file with no rows, or only NULLs in a column, reads the same
+QUESTION_SCHEMA = pa.schema([(f.name, _ARROW_TYPES[f.type]) for f in GeneratedQuestion.__dataclass_fields__.values()])
+
+
+class QueryTimeout(RuntimeError):
+    pass
+
+
+def generate_questions(templates: list[Template], database: str, duckdb_path: Path, sqlite_path: Path,
+                       now: datetime, settings: GenerationSettings) -> list[GeneratedQuestion]:
+    """Questions of every template that has `database`, in template order; see the module doc."""
+    con = duckdb.connect(":memory:")
+    con.execute("set enable_progress_bar = false")
+    con.execute(f"attach '{duckdb_path}' as agent (read_only)")
+    con.execute("use agent")
+    sqlite = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
+    candidates = _Candidates(con)
+    try:
+        answerable: list[GeneratedQuestion] = []
+        unanswerable: dict[str, list[GeneratedQuestion]] = {}
+        for template in templates:
+            if not template.asks(database):
+                continue
+            made = _template_questions(template, database, con, sqlite, candidates, now, settings)
+            if template.answerable:
+                answerable.extend(made)
+            else:
+                unanswerable[template.id] = made
+        share = settings.unanswerable_share
+        if share is None:
+            return answerable + [q for made in unanswerable.values() for q in made]
+        wanted = round(len(answerable) * share / (1 - share))
+        return answerable + _spread(unanswerable, wanted, np.random.default_rng([settings.seed, _stable_int(database)]))
+    finally:
+        sqlite.close()
+        con.close()
+
+
+def _spread(by_template: dict[str, list[GeneratedQuestion]], wanted: int,
+            rng: np.random.Generator) -> list[GeneratedQuestion]:
+    """`wanted` questions taken round-robin over the templates (in order; each template's questions shuffled), so
+    that every unanswerable category is asked before any is asked twice."""
+    queues = [list(rng.permutation(len(items))) for items in by_template.values()]
+    lists = list(by_template.values())
+    chosen: list[GeneratedQuestion] = []
+    while len(chosen) < wanted and any(queues):
+        for queue, items in zip(queues, lists, strict=True):
+            if queue and len(chosen) < wanted:
+                chosen.append(items[int(queue.pop(0))])
+    return chosen
+
+
+def _template_questions(template: Template, database: str, con, sqlite, candidates, now: datetime,
+                        settings: GenerationSettings) -> list[GeneratedQuestion]:
+    rng = np.random.default_rng([settings.seed, _stable_int(template.id), _stable_int(database)])
+    pool = candidates.table(template.values[database]) if template.values.get(database) else None
+    if pool is not None and pool.size == 0:
+        return []
+    allowed_empty = int(round(settings.empty_share * settings.per_template))
+    kept: dict[str, GeneratedQuestion] = {}
+    empties = 0
+    for _ in range(settings.per_template * settings.attempts):
+        if len(kept) >= settings.per_template:
+            break
+        row = pool.row(int(rng.integers(pool.size))) if pool is not None else {}
+        instance = instantiate(template, database, row, rng, now)
+        question_id = _question_id(database, template.id, instance.question)
+        if question_id in kept:
+            continue
+        question = _execute(instance, question_id, con, sqlite, now, settings)
+        if question.empty_answer:
+            if empties >= allowed_empty:
+                continue
+            empties += 1
+            question.empty_by_design = True
+        kept[question_id] = question
+    return list(kept.values())
+
+
+def _execute(instance: Instance, question_id: str, con, sqlite, now: datetime,
+             settings: GenerationSettings) -> GeneratedQuestion:
+    template = instance.template
+    record = GeneratedQuestion(
+        question_id=question_id, suite="ehrsql", db=instance.database, template_id=template.id,
+        category=template.category, is_answerable=template.answerable, patient_scoped=template.patient_scoped,
+        question=instance.question,
+        template_question=instance.question, slot_values=json.dumps(instance.values, default=_json_value),
+        slot_texts=json.dumps(instance.slot_texts),
+        time_kinds=json.dumps({slot: t.kind for slot, t in instance.times.items()}),
+        current_time=f"{now:%Y-%m-%d %H:%M:%S}", gold_sql_duckdb=instance.sql or None, gold_sql_sqlite=None,
+        answer=None,
+        answer_text=None, answer_rows=None, empty_answer=False, empty_by_design=False, max_rows=template.max_rows,
+        execution_s=None, execution_error=None, sqlite_answer_text=None, sqlite_error=None)
+    if not template.answerable:
+        return record
+    started = time.perf_counter()
+    try:
+        rows = [tuple(_plain(cell) for cell in row) for row in _run_duckdb(con, instance.sql, settings.timeout_s)]
+    except (duckdb.Error, QueryTimeout) as exc:
+        record.execution_error = f"{type(exc).__name__}: {exc}"[:500]
+        return record
+    finally:
+        record.execution_s = round(time.perf_counter() - started, 4)
+    record.answer = json.dumps(rows, default=_json_value)
+    record.answer_text = format_answer(rows)
+    record.answer_rows = len(rows)
+    record.empty_answer = all(cell is None for row in rows for cell in row)  # no rows, or only NULLs
+    try:
+        record.gold_sql_sqlite = to_sqlite(instance.sql)
+        sqlite_rows = _run_sqlite(sqlite, record.gold_sql_sqlite, settings.timeout_s)
+        record.sqlite_answer_text = format_answer([tuple(_plain(c) for c in row) for row in sqlite_rows])
+    except (sqlite3.Error, QueryTimeout, UntranspilableSql, ValueError) as exc:
+        record.sqlite_error = f"{type(exc).__name__}: {exc}"[:500]
+    return record
+
+
+def _run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> list[tuple]:
+    timer = threading.Timer(timeout_s, con.interrupt)
+    timer.start()
+    try:
+        return con.execute(sql).fetchall()
+    except duckdb.InterruptException:
+        raise QueryTimeout(f"gold SQL ran longer than {timeout_s} s") from None
+    finally:
+        timer.cancel()
+
+
+def _run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tuple]:
+    deadline = time.monotonic() + timeout_s
+    con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        return con.execute(sql).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise QueryTimeout(f"gold SQL ran longer than {timeout_s} s in SQLite") from None
+        raise
+    finally:
+        con.set_progress_handler(None, 0)
+
+
+def _plain(cell: object) -> object:
+    """One answer cell as the exported SQLite database returns it: booleans as 0/1, decimals as floats, times as
+    'YYYY-MM-DD HH:MM:SS' text."""
+    if isinstance(cell, bool):
+        return int(cell)
+    if isinstance(cell, Decimal):
+        return float(cell)
+    if isinstance(cell, datetime):
+        return f"{cell:%Y-%m-%d %H:%M:%S}"
+    if isinstance(cell, date):
+        return cell.isoformat()
+    return cell
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return str(value)
+
+
+def _question_id(database: str, template_id: str, question: str) -> str:
+    return hashlib.sha1(f"{database}|{template_id}|{question}".encode()).hexdigest()[:24]
+
+
+def _stable_int(text: str) -> int:
+    return int.from_bytes(hashlib.sha1(text.encode()).digest()[:8], "big")
+
+
+class _Pool:
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str, size: int):
+        self._con, self._table, self.size = con, table, size
+
+    def row(self, index: int) -> dict:
+        cursor = self._con.execute(f"select * from {self._table} where rowid = ?", [index])
+        names = [d[0] for d in cursor.description]
+        return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+class _Candidates:
+    """Candidate value rows per values query, materialised once in a total order."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self._con = con
+        self._pools: dict[str, _Pool] = {}
+
+    def table(self, sql: str) -> _Pool:
+        if sql not in self._pools:
+            name = f"candidates_{len(self._pools)}"
+            try:
+                # inserted in ORDER BY ALL order (insertion order is kept), so rowid numbers the rows in it
+                self._con.execute(f"create temp table {name} as select distinct * from ({sql}) order by all")
+            except duckdb.Error as exc:
+                raise InstantiationError(f"values query failed: {exc}\n{sql}") from None
+            size = self._con.execute(f"select count(*) from {name}").fetchone()[0]
+            self._pools[sql] = _Pool(self._con, name, size)
+        return self._pools[sql]
