@@ -3,11 +3,12 @@ agent-facing databases.
 
     generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)
       → paraphrase (an LLM when EHRBENCH_PARAPHRASE_MODEL is set, else the templates' own phrasings)
+      → interactive tasks (chatqa: IncreQA instructions in lay terms, AdaptQA fallbacks) on the renamed databases
       → ground the single-patient MIMIC-IV questions in FHIR resources (and check a sample of them both ways)
       → validate with Great Expectations (expectations/questions.json): failures go to quarantine/questions.parquet,
         the build fails only when the quarantine share passes its threshold
       → write questions/questions.parquet (every question with its gold; the FHIR suite's rows with resource ids)
-        and exports/ehrsql2024/ (EHRSQL-2024's data/label/answer files).
+        and exports/ehrsql2024/ (EHRSQL-2024's data/label/answer files), exports/chatqa/ (EHR-ChatQA's task files).
 """
 
 from __future__ import annotations
@@ -17,19 +18,19 @@ from datetime import datetime
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_table_artifact
 
 from ehrbench.fhir.ground_truth import Question, ground_questions, summarize
 from ehrbench.fhir.grounding_check import check_groundings
-from ehrbench.profiles import BenchmarkDatabase
+from ehrbench.profiles import BenchmarkDatabase, schema_renames
 from ehrbench.questions.generate import GeneratedQuestion, GenerationSettings, generate_questions
+from ehrbench.questions.interactive import adapt_tasks, chatqa_export, incre_tasks, load_lay_terms
 from ehrbench.questions.paraphrase import ParaphraseSettings, paraphrase_questions, paraphraser_from_settings
 from ehrbench.questions.suites import FHIR_DATABASE, fhir_questions, write_ehrsql2024_export, write_questions
 from ehrbench.questions.templates import DATABASES, PROFILE_OF, load_templates
 from ehrbench.settings import QuestionSettings
-from ehrbench.validation.questions import validate_questions, write_quarantine
+from flows.validate import validate_question_set
 
-EXPECTATIONS = Path(__file__).resolve().parents[1] / "expectations" / "questions.json"
 CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
 
 
@@ -43,31 +44,26 @@ def build_questions(build_dir: Path, profile_vars: dict, seed: int, settings: Qu
     for database in DATABASES:
         questions += generate(build_dir, database, profile_vars, seed, settings, templates)
     paraphrasing = paraphrase(questions, {t.id: t for t in templates}, seed, settings, data_dir)
+    chatqa = interactive_tasks(build_dir, questions, templates, seed, profile_vars)
     grounding = ground_in_fhir(build_dir, questions, profile_vars, seed)
+    questions += fhir_questions(questions, grounding.pop("groundings")) + chatqa.pop("tasks")
 
-    questions += fhir_questions(questions, grounding.pop("groundings"))
-
-    records = [q.to_dict() for q in questions]
-    validation = validate_questions(records, EXPECTATIONS, databases=DATABASES,
-                                    data_docs_dir=build_dir / "reports" / "gx")
-    write_quarantine(records, validation, build_dir / "quarantine" / "questions.parquet")
-    logger.info("questions: %d generated, %d quarantined (%.1f %%)", len(questions), validation.quarantined_count,
-                100 * validation.quarantine_share)
-    for shortfall in validation.coverage_shortfalls():
-        logger.warning("question coverage not met: %s", shortfall)
-    validation.check(settings.max_quarantine_share)
+    validation = validate_question_set([q.to_dict() for q in questions], list(DATABASES), build_dir,
+                                       settings.max_quarantine_share)
 
     kept = [q for q in questions if q.question_id not in validation.quarantined]
     files = {"questions": write_questions(kept, build_dir), "ehrsql2024": write_ehrsql2024_export(kept, build_dir),
+             "chatqa": chatqa_export([q for q in kept if q.suite == "chatqa"], build_dir),
              "quarantine": "quarantine/questions.parquet"}
-    publish_artifacts(kept, validation)
+    publish_artifacts(kept)
+    logger.info("questions: %d kept of %d", len(kept), len(questions))
     return {"settings": settings.model_dump(), "generated": len(questions), "kept": len(kept),
             "quarantined": validation.quarantined_count, "files": files,
             "by_suite": {f"{suite}/{db}": n for (suite, db), n in Counter((q.suite, q.db) for q in kept).items()},
             "answerable": sum(q.is_answerable for q in kept),
             "empty_by_design": sum(q.empty_by_design for q in kept),
             "templates": len({q.template_id for q in kept}), "paraphrasing": paraphrasing,
-            "fhir_grounding": grounding, "validation": validation.summary()}
+            "chatqa": chatqa, "fhir_grounding": grounding, "validation": validation.summary()}
 
 
 @task
@@ -90,6 +86,20 @@ def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, s
 
 
 @task
+def interactive_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates: list, seed: int,
+                      profile_vars: dict) -> dict:
+    """EHR-ChatQA-style tasks on the renamed databases: IncreQA from the answerable questions whose items have lay
+    terms, AdaptQA from the curated brand/generic, drug-class and alternative-lab tables."""
+    lay_terms, renames, dropped = load_lay_terms(), schema_renames(seed), Counter()
+    incre = incre_tasks(questions, templates, renames, lay_terms, seed, build_dir, dropped=dropped)
+    adapt = [task for database in DATABASES
+             for task in adapt_tasks(lay_terms, renames, seed, build_dir,
+                                     profile_vars[PROFILE_OF[database][2]]["current_time"], databases=(database,),
+                                     dropped=dropped)]
+    return {"tasks": incre + adapt, "incre": len(incre), "adapt": len(adapt), "dropped": dict(dropped)}
+
+
+@task
 def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: dict, seed: int) -> dict:
     """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.ground_truth), and the dual check of a
     seeded sample of the single-patient ones."""
@@ -106,15 +116,9 @@ def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_
     return {"groundings": groundings, **summarize(groundings), "grounding_check": check.to_dict()}
 
 
-def publish_artifacts(kept: list[GeneratedQuestion], validation) -> None:
+def publish_artifacts(kept: list[GeneratedQuestion]) -> None:
     by_template = Counter((q.suite, q.db, q.category, q.template_id, q.is_answerable) for q in kept)
     create_table_artifact(
         key="questions", table=[{"suite": s, "db": d, "category": c, "template": t, "answerable": a, "questions": n}
                                 for (s, d, c, t, a), n in sorted(by_template.items())],
         description="Generated questions per template (after quarantine)")
-    create_markdown_artifact(key="questions-validation", markdown=validation.markdown(),
-                             description="Great Expectations on the generated questions")
-    if validation.data_docs_index:
-        create_link_artifact(key="questions-data-docs", link=Path(validation.data_docs_index).resolve().as_uri(),
-                             link_text="Great Expectations Data Docs of the questions",
-                             description="Data Docs built into the build folder")

@@ -1,19 +1,25 @@
-"""Stage 3 — validate: Great Expectations suites from expectations/ on the staged tables.
-A failing expectation fails the build."""
+"""Great Expectations suites from expectations/.
+
+Stage 3 — validate: the staged tables; a failing expectation fails the build.
+Within stage 5 (questions) — validate-questions: the generated questions; failing questions are quarantined
+(`quarantine/questions.parquet`), and the build fails only when the quarantined share passes its threshold."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
 
 from ehrbench.errors import ValidationError
 from ehrbench.settings import DataLayout
 from ehrbench.validation import SuiteResult, load_suite, validate_suite
+from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parents[1] / "expectations"
 STAGING_SUITES = ("staging_mimic_iv", "staging_eicu")
+QUESTION_SUITE = EXPECTATIONS_DIR / "questions.json"
 
 
 @flow(name="validate")
@@ -51,3 +57,25 @@ def validate(layout: DataLayout, absent_sources: list[str]) -> dict[str, SuiteRe
                            for name, o in failed[:5])
         raise ValidationError(f"{len(failed)} expectation(s) failed: {detail}")
     return results
+
+
+@task(name="validate-questions", cache_policy=NO_CACHE)  # a task: thousands of records are no flow parameters
+def validate_question_set(records: list[dict], databases: list[str], build_dir: Path,
+                          max_quarantine_share: float) -> QuestionValidation:
+    """`records`: GeneratedQuestion.to_dict() rows. Writes the quarantine and the Data Docs into the build."""
+    logger = get_run_logger()
+    validation = validate_questions(records, QUESTION_SUITE, databases=databases,
+                                    data_docs_dir=build_dir / "reports" / "gx")
+    write_quarantine(records, validation, build_dir / "quarantine" / "questions.parquet")
+    logger.info("questions: %d validated, %d quarantined (%.1f %%)", validation.total, validation.quarantined_count,
+                100 * validation.quarantine_share)
+    for shortfall in validation.coverage_shortfalls():
+        logger.warning("question coverage not met: %s", shortfall)
+    create_markdown_artifact(key="questions-validation", markdown=validation.markdown(),
+                             description="Great Expectations on the generated questions")
+    if validation.data_docs_index:
+        create_link_artifact(key="questions-data-docs", link=Path(validation.data_docs_index).resolve().as_uri(),
+                             link_text="Great Expectations Data Docs of the questions",
+                             description="Data Docs built into the build folder (reports/gx/)")
+    validation.check(max_quarantine_share)
+    return validation

@@ -275,8 +275,6 @@ def test_download_whose_bytes_do_not_match_fails_after_one_retry(first_build, cl
     assert os.readlink(data_dir / "benchmarks" / "latest") == before
 
 
-
-
 def test_build_grounds_the_ehrsql2024_questions_in_fhir_resources(first_build, mimic_demo_dir):
     if not EHRSQL_2024.is_dir():
         pytest.skip(f"EHRSQL-2024 data not found at {EHRSQL_2024}")
@@ -323,3 +321,86 @@ def test_build_grounds_the_ehrsql2024_questions_in_fhir_resources(first_build, m
     finally:
         resources.close()
     assert found == len(ids) > 500
+
+
+def test_build_generates_validated_questions_in_the_published_formats(first_build):
+    from ehrbench.ehrsql.scoring import answers_match
+    from ehrbench.questions.templates import load_templates
+
+    folder = first_build["folder"]
+    entry = json.loads((folder / "manifest.json").read_text())["questions"]
+    assert entry["quarantined"] <= 0.05 * entry["generated"]
+    assert entry["validation"]["data_docs"] and (folder / "reports" / "gx" / "index.html").is_file()
+    assert (folder / "quarantine" / "questions.parquet").is_file()
+    rows = pq.read_table(folder / "questions" / "questions.parquet").to_pylist()
+    assert len({r["question_id"] for r in rows}) == len(rows) == entry["kept"]
+    assert not [r["question"] for r in rows if "{" in r["question"] or "}" in r["question"]]
+
+    # every answerable MIMIC-IV template is asked; unanswerables are about a fifth, over >= 40 categories
+    ehrsql = [r for r in rows if r["suite"] == "ehrsql" and r["db"] == "mimic_iv"]
+    asked = {r["template_id"] for r in ehrsql if r["is_answerable"]}
+    quarantined = {r["template_id"] for r in pq.read_table(folder / "quarantine" / "questions.parquet").to_pylist()}
+    assert asked | quarantined >= {t.id for t in load_templates() if t.answerable and t.asks("mimic_iv")}
+    unanswerable = [r for r in ehrsql if not r["is_answerable"]]
+    assert 0.1 < len(unanswerable) / len(ehrsql) < 0.3
+    assert len({r["template_id"] for r in unanswerable}) >= 40
+    assert all(r["gold_sql_duckdb"] is None and r["answer"] is None for r in unanswerable)
+
+    # the exported EHRSQL-2024 files: their gold SQL, run on the exported SQLite database, gives their answers
+    export = folder / "exports" / "ehrsql2024"
+    labels = json.loads((export / "label.json").read_text())
+    answers = json.loads((export / "answer.json").read_text())
+    assert set(labels) == {r["question_id"] for r in ehrsql}
+    sqlite = sqlite3.connect(folder / "db" / "ehrsql2024" / "mimic_iv.sqlite")
+    try:
+        wrong = [qid for qid, sql in labels.items()
+                 if sql != "null" and not answers_match(sqlite.execute(sql).fetchall(), answers[qid])]
+    finally:
+        sqlite.close()
+    assert not wrong, wrong[:5]
+
+    # the FHIR suite: single-patient MIMIC-IV questions with resource ids of the build and the current time
+    fhir = [r for r in rows if r["suite"] == "fhir"]
+    assert len(fhir) > 100
+    assert all(r["context"] == "Assume the current time is 2100-12-31 23:59:00." for r in fhir)
+    resources = duckdb.connect(str(folder / "fhir" / "resources.duckdb"), read_only=True)
+    try:
+        ids = sorted({i for r in fhir for i in r["fhir_ids"]})
+        found = resources.execute("select count(*) from resources where id in (select unnest(?))", [ids]).fetchone()[0]
+    finally:
+        resources.close()
+    assert found == len(ids) > 100
+    gender = [r for r in fhir if r["template_id"] == "patient_gender"]
+    assert gender and all(r["fhir_ids"] == [mimic_fhir_id("Patient", json.loads(r["slot_values"])["patient_id"])]
+                          for r in gender)
+
+
+def test_build_writes_chatqa_tasks_that_reproduce_their_answers_on_the_renamed_databases(first_build):
+    from ehrbench.ehrsql.scoring import format_answer
+    from ehrbench.questions.interactive import demo_coverage, load_lay_terms
+
+    folder = first_build["folder"]
+    rows = pq.read_table(folder / "questions" / "questions.parquet").to_pylist()
+    chatqa = [r for r in rows if r["suite"] == "chatqa"]
+    kinds = {(r["db"], json.loads(r["extra"])["task_type"]) for r in chatqa}
+    assert kinds == {("mimic_iv", "incre"), ("mimic_iv", "adapt"), ("eicu", "incre"), ("eicu", "adapt")}
+    exported = 0
+    for database in ("mimic_iv", "eicu"):
+        sqlite = sqlite3.connect(folder / "db" / "renamed" / f"{database}.sqlite")
+        try:
+            for kind in ("incre", "adapt"):
+                tasks = json.loads((folder / "exports" / "chatqa" / f"{database}_{kind}.json").read_text())
+                assert tasks and all(set(t) == {"task_id", "task_type", "db_id", "instruction", "gold_sql",
+                                                "gold_answer"} and t["task_type"] == kind for t in tasks)
+                for task in tasks:  # EHR-ChatQA's gold: its SQL on the renamed database gives its answer
+                    assert format_answer(sqlite.execute(task["gold_sql"]).fetchall()) == format_answer(
+                        task["gold_answer"]), task["task_id"]
+                exported += len(tasks)
+        finally:
+            sqlite.close()
+    assert exported == len(chatqa)
+    # every curated lay term, brand and alternative lab names values of the demo databases
+    report = demo_coverage(load_lay_terms(), {database: folder / "db" / profile / f"{database}.duckdb"
+                                              for profile, database in (("ehrsql2024", "mimic_iv"),
+                                                                        ("ehrsql_eicu", "eicu"))})
+    assert report.unmatched == []

@@ -35,7 +35,8 @@ def test_answers_from_resources_are_formatted_like_sql_answers():
     # integers in JSON are REAL in SQL: 140 -> '140.0'; dateTimes lose their offset
     assert fhir_answer(AnswerShape("values", "labevents", "valuenum"), LABS[:1]) == "[['140.0']]"
     assert fhir_answer(AnswerShape("values", "labevents", "charttime"), LABS[1:2]) == "[['2100-01-02 08:00:00']]"
-    assert fhir_answer(AnswerShape("values", "patients", "gender"), [{"gender": "female"}]) == "[['f']]"
+    patient = {"resourceType": "Patient", "gender": "female"}
+    assert fhir_answer(AnswerShape("values", "patients", "gender"), [patient]) == "[['f']]"
 
 
 def test_dictionary_titles_are_the_code_displays_of_the_resources():
@@ -43,7 +44,11 @@ def test_dictionary_titles_are_the_code_displays_of_the_resources():
            "(SELECT diagnoses_icd.icd_code FROM diagnoses_icd WHERE diagnoses_icd.hadm_id = 1)")
     shape = answer_shape(sql)
     assert shape == AnswerShape("values", "d_icd_diagnoses", "long_title")
-    conditions = [{"code": {"coding": [{"code": "E780", "display": "Pure hypercholesterolemia"}]}}] * 2
-    assert fhir_answer(shape, conditions) == "[['pure hypercholesterolemia']]"  # the SQL databases' lower case
-    inputs = [{"medicationCodeableConcept": {"coding": [{"code": "220949", "display": "Dextrose 5%"}]}}]
+    conditions = [{"resourceType": "Condition",
+                   "code": {"coding": [{"code": "E780", "display": "Pure hypercholesterolemia"}]}}] * 2
+    procedure = {"resourceType": "Procedure", "code": {"coding": [{"code": "3961", "display": "Bypass"}]}}
+    # the procedure is in the id set too (say, "diagnosed within 2 days after a bypass") but holds no diagnosis title
+    assert fhir_answer(shape, [*conditions, procedure]) == "[['pure hypercholesterolemia']]"  # SQL's lower case
+    inputs = [{"resourceType": "MedicationAdministration",
+               "medicationCodeableConcept": {"coding": [{"code": "220949", "display": "Dextrose 5%"}]}}]
     assert fhir_answer(AnswerShape("values", "d_items", "label"), inputs) == "[['dextrose 5%']]"

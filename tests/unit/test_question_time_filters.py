@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ehrbench.questions.dialects import to_sqlite
-from ehrbench.questions.time_filters import TimeFilter, draw_exact, draw_global, draw_within
+from ehrbench.questions.time_filters import TimeFilter, draw_exact, draw_global, draw_within, sqlite_months_before
 
 NOW = datetime(2100, 12, 31, 23, 59)
 TIMES = ["2099-06-01 08:00:00", "2100-01-15 10:00:00", "2100-11-02 09:30:00", "2100-11-30 23:00:00",
@@ -38,7 +38,7 @@ def _select(condition: str) -> tuple[list[str], list[str]]:
     ("rel-day", "yesterday", {"back": 1}, TIMES[5:6]),
     ("rel-day", "today", {"back": 0}, TIMES[6:]),
     ("rel-day-since", "since 2 days ago", {"n": 2}, TIMES[5:]),  # 2100-12-29 23:59 onwards
-    ("rel-month-since", "since 1 month ago", {"n": 1}, TIMES[4:]),  # 2100-11-30 23:59 onwards
+    ("rel-month-since", "since 1 month ago", {"n": 1}, TIMES[4:]),  # 2100-12-01 23:59 onwards (SQLite's 11-31)
     ("mix-month-of-this-year", "in 11/this year", {"month": 11}, TIMES[2:4]),
     ("mix-day-of-this-month", "on this month/11", {"day": 11}, TIMES[4:5]),
 ])
@@ -98,3 +98,12 @@ def test_within_n_days_bounds_the_second_event():
     condition = within.between("TIMESTAMP '2100-12-29 12:00:00'", "e.t")
     duck, lite = _select(condition)
     assert duck == lite == TIMES[5:]  # 12-30 12:00 and 12-31 01:00 lie within 2 days of 12-29 12:00
+
+
+@pytest.mark.parametrize(("months", "expected"), [
+    (10, "2100-03-03 23:59:00"), (1, "2100-12-01 23:59:00"), (12, "2099-12-31 23:59:00"), (2, "2100-10-31 23:59:00")])
+def test_months_before_now_are_counted_as_sqlite_counts_them(months, expected):
+    lite = sqlite3.connect(":memory:")
+    (sqlite_says,) = lite.execute(f"select datetime('2100-12-31 23:59:00', '-{months} month')").fetchone()
+    assert sqlite_says == expected
+    assert f"{sqlite_months_before(NOW, months):%Y-%m-%d %H:%M:%S}" == expected

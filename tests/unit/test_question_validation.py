@@ -22,7 +22,8 @@ from ehrbench.validation.questions import (
 SUITE = Path(__file__).resolve().parents[2] / "expectations" / "questions.json"
 CATEGORIES = ("demographics", "admissions", "icu_stays", "diagnoses", "procedures", "prescriptions", "labs",
               "vitals", "intake_output", "microbiology", "cost", "survival", "population")
-SMALL = {"mimic_iv": {"template_coverage": {"min_value": 10}}}  # the base set has 13 templates
+# the base set has 13 answerable templates and one unanswerable category
+SMALL = {"mimic_iv": {"template_coverage": {"min_value": 10}, "unanswerable_category_coverage": {"min_value": 1}}}
 
 
 def question(id: str, **overrides) -> dict:
@@ -51,9 +52,9 @@ def unanswerable(id: str, **overrides) -> dict:
 
 
 def base_records() -> list[dict]:
-    """26 answerable questions (two per category, one template per category) and 2 unanswerable ones."""
+    """26 answerable questions (two per category, one template per category) and 5 unanswerable ones (16 %)."""
     records = [question(f"ok_{c}_{i}", category=c, template_id=f"{c}_template") for c in CATEGORIES for i in (1, 2)]
-    return [*records, unanswerable("ok_unanswerable_1"), unanswerable("ok_unanswerable_2")]
+    return [*records, *(unanswerable(f"ok_unanswerable_{i}") for i in range(1, 6))]
 
 
 # id -> record that breaks exactly the expectation(s) named in BROKEN_EXPECTED
@@ -131,7 +132,8 @@ def test_valid_questions_pass_every_expectation(clean):
     assert validation.quarantined == {}
     assert validation.quarantine_share == 0.0
     assert [(o.database, o.name) for o in validation.coverage] == [
-        ("mimic_iv", "question_count"), ("mimic_iv", "template_coverage"), ("mimic_iv", "category_coverage"),
+        ("mimic_iv", "question_count"), ("mimic_iv", "template_coverage"),
+        ("mimic_iv", "unanswerable_category_coverage"), ("mimic_iv", "category_coverage"),
         ("mimic_iv", "unanswerable_share"), ("mimic_iv", "empty_by_design_share")]
     assert all(o.success for o in validation.coverage)
     validation.check(max_quarantine_share=0.0)

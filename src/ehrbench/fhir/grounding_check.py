@@ -51,6 +51,15 @@ COLUMN_ELEMENTS: dict[tuple[str, str], tuple[tuple[str | int, ...], ...]] = {
     ("d_labitems", "label"): (_CODE_DISPLAY,),
     ("d_items", "label"): (_CODE_DISPLAY, ("medicationCodeableConcept", "coding", 0, "display")),
 }
+# The resource types a table's rows became: a question that also reads other tables (a procedure within n days of a
+# diagnosis) has their resources in its id set too, which the value of this column does not come from.
+TABLE_RESOURCE_TYPES: dict[str, set[str]] = {
+    "labevents": {"Observation"}, "chartevents": {"Observation"}, "outputevents": {"Observation"},
+    "inputevents": {"MedicationAdministration"}, "prescriptions": {"MedicationRequest", "Medication"},
+    "admissions": {"Encounter"}, "icustays": {"Encounter"}, "procedures_icd": {"Procedure"}, "patients": {"Patient"},
+    "d_icd_diagnoses": {"Condition"}, "d_icd_procedures": {"Procedure"}, "d_labitems": {"Observation"},
+    "d_items": {"Observation", "MedicationAdministration"},
+}
 AGGREGATES = {exp.Max: max, exp.Min: min, exp.Sum: sum, exp.Avg: lambda values: sum(values) / len(values)}
 GENDERS = {"male": "m", "female": "f"}
 
@@ -104,7 +113,9 @@ def fhir_answer(shape: AnswerShape, resources: list[dict]) -> str:
     if shape.kind == "exists":
         return format_answer([[int(bool(resources))]])
     paths = COLUMN_ELEMENTS[(shape.table, shape.column)]
-    values = [_sql_value(v) for v in (_element(r, paths) for r in resources) if v is not None]
+    types = TABLE_RESOURCE_TYPES[shape.table]
+    values = [_sql_value(v) for v in (_element(r, paths) for r in resources if r.get("resourceType") in types)
+              if v is not None]
     if shape.kind == "aggregate":
         return format_answer([[AGGREGATES[shape.aggregate](values) if values else None]])
     return format_answer([[v] for v in {_casefold(v) for v in values}])

@@ -25,6 +25,7 @@ import pyarrow as pa
 from ehrbench.ehrsql.scoring import format_answer
 from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
 from ehrbench.questions.instantiate import Instance, InstantiationError, instantiate
+from ehrbench.questions.seeding import keyed_rng
 from ehrbench.questions.templates import Template
 
 
@@ -114,7 +115,7 @@ def generate_questions(templates: list[Template], database: str, duckdb_path: Pa
         if share is None:
             return answerable + [q for made in unanswerable.values() for q in made]
         wanted = round(len(answerable) * share / (1 - share))
-        return answerable + _spread(unanswerable, wanted, np.random.default_rng([settings.seed, _stable_int(database)]))
+        return answerable + _spread(unanswerable, wanted, keyed_rng(settings.seed, database))
     finally:
         sqlite.close()
         con.close()
@@ -136,7 +137,7 @@ def _spread(by_template: dict[str, list[GeneratedQuestion]], wanted: int,
 
 def _template_questions(template: Template, database: str, con, sqlite, candidates, now: datetime,
                         settings: GenerationSettings) -> list[GeneratedQuestion]:
-    rng = np.random.default_rng([settings.seed, _stable_int(template.id), _stable_int(database)])
+    rng = keyed_rng(settings.seed, template.id, database)
     pool = candidates.table(template.values[database]) if template.values.get(database) else None
     if pool is not None and pool.size == 0:
         return []
@@ -168,7 +169,7 @@ def _execute(instance: Instance, question_id: str, con, sqlite, now: datetime,
         question_id=question_id, suite="ehrsql", db=instance.database, template_id=template.id,
         category=template.category, is_answerable=template.answerable, patient_scoped=template.patient_scoped,
         question=instance.question,
-        template_question=instance.question, slot_values=json.dumps(instance.values, default=_json_value),
+        template_question=instance.question, slot_values=json.dumps(instance.values, default=json_value),
         slot_texts=json.dumps(instance.slot_texts),
         time_kinds=json.dumps({slot: t.kind for slot, t in instance.times.items()}),
         current_time=f"{now:%Y-%m-%d %H:%M:%S}", gold_sql_duckdb=instance.sql or None, gold_sql_sqlite=None,
@@ -179,26 +180,26 @@ def _execute(instance: Instance, question_id: str, con, sqlite, now: datetime,
         return record
     started = time.perf_counter()
     try:
-        rows = [tuple(_plain(cell) for cell in row) for row in _run_duckdb(con, instance.sql, settings.timeout_s)]
+        rows = [tuple(plain_cell(cell) for cell in row) for row in run_duckdb(con, instance.sql, settings.timeout_s)]
     except (duckdb.Error, QueryTimeout) as exc:
         record.execution_error = f"{type(exc).__name__}: {exc}"[:500]
         return record
     finally:
         record.execution_s = round(time.perf_counter() - started, 4)
-    record.answer = json.dumps(rows, default=_json_value)
+    record.answer = json.dumps(rows, default=json_value)
     record.answer_text = format_answer(rows)
     record.answer_rows = len(rows)
     record.empty_answer = all(cell is None for row in rows for cell in row)  # no rows, or only NULLs
     try:
         record.gold_sql_sqlite = to_sqlite(instance.sql)
-        sqlite_rows = _run_sqlite(sqlite, record.gold_sql_sqlite, settings.timeout_s)
-        record.sqlite_answer_text = format_answer([tuple(_plain(c) for c in row) for row in sqlite_rows])
+        sqlite_rows = run_sqlite(sqlite, record.gold_sql_sqlite, settings.timeout_s)
+        record.sqlite_answer_text = format_answer([tuple(plain_cell(c) for c in row) for row in sqlite_rows])
     except (sqlite3.Error, QueryTimeout, UntranspilableSql, ValueError) as exc:
         record.sqlite_error = f"{type(exc).__name__}: {exc}"[:500]
     return record
 
 
-def _run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> list[tuple]:
+def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> list[tuple]:
     timer = threading.Timer(timeout_s, con.interrupt)
     timer.start()
     try:
@@ -209,7 +210,7 @@ def _run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> l
         timer.cancel()
 
 
-def _run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tuple]:
+def run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tuple]:
     deadline = time.monotonic() + timeout_s
     con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     try:
@@ -222,7 +223,7 @@ def _run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tup
         con.set_progress_handler(None, 0)
 
 
-def _plain(cell: object) -> object:
+def plain_cell(cell: object) -> object:
     """One answer cell as the exported SQLite database returns it: booleans as 0/1, decimals as floats, times as
     'YYYY-MM-DD HH:MM:SS' text."""
     if isinstance(cell, bool):
@@ -236,7 +237,7 @@ def _plain(cell: object) -> object:
     return cell
 
 
-def _json_value(value: object) -> object:
+def json_value(value: object) -> object:
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
     return str(value)
@@ -245,9 +246,6 @@ def _json_value(value: object) -> object:
 def _question_id(database: str, template_id: str, question: str) -> str:
     return hashlib.sha1(f"{database}|{template_id}|{question}".encode()).hexdigest()[:24]
 
-
-def _stable_int(text: str) -> int:
-    return int.from_bytes(hashlib.sha1(text.encode()).digest()[:8], "big")
 
 
 class _Pool:

@@ -12,7 +12,6 @@ order of the questions); model replies are cached by prompt, so a rerun gets the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -40,6 +39,7 @@ from ehrbench.llm import (
 )
 from ehrbench.questions.generate import GeneratedQuestion
 from ehrbench.questions.instantiate import fill
+from ehrbench.questions.seeding import keyed_rng
 from ehrbench.questions.templates import Template
 
 _TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
@@ -110,7 +110,7 @@ class OfflineParaphraser:
             raise ValueError(f"question {question.question_id}: no template {question.template_id!r} among the "
                            f"{len(self._templates)} given to the offline paraphraser")
         wordings = [template.question, *template.phrasings]
-        rng = np.random.default_rng([self.seed, _stable_int(question.question_id)])
+        rng = keyed_rng(self.seed, question.question_id)
         index = int(rng.integers(len(wordings)))
         texts = json.loads(question.slot_texts)
         # slot_texts leaves out empty time slots; they read as "" (and `fill` closes the gap) as in the question
@@ -189,9 +189,6 @@ def similarities(reference: str, candidates: list[str], embedder: Embedder | Non
     cosines = unit[1:] @ unit[0]
     return [(lex + 100 * float(cos)) / 2 for lex, cos in zip(lexical, cosines, strict=True)]
 
-
-def _stable_int(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 # --- a batch of questions -----------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def fhir_questions(questions: Iterable[GeneratedQuestion], groundings: Iterable[
 def write_questions(questions: Iterable[GeneratedQuestion], build_dir: Path) -> str:
     path = build_dir / "questions" / "questions.parquet"
     table = pa.Table.from_pylist([q.to_dict() for q in questions], schema=QUESTION_SCHEMA)
-    _write_once(path, lambda tmp: pq.write_table(table, tmp))
+    write_once(path, lambda tmp: pq.write_table(table, tmp))
     return str(path.relative_to(build_dir))
 
 
@@ -70,12 +70,12 @@ def write_ehrsql2024_export(questions: Iterable[GeneratedQuestion], build_dir: P
     files = {}
     for name, content in contents.items():
         text = json.dumps(content, ensure_ascii=False, indent=1) + "\n"
-        _write_once(folder / name, lambda tmp, text=text: tmp.write_text(text))
+        write_once(folder / name, lambda tmp, text=text: tmp.write_text(text))
         files[name.removesuffix(".json")] = str((folder / name).relative_to(build_dir))
     return files
 
 
-def _write_once(path: Path, write) -> None:
+def write_once(path: Path, write) -> None:
     """Files of a build are written once, whole: to a temporary name, then renamed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():

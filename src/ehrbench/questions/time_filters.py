@@ -16,7 +16,7 @@ anchor satisfies the filter and the question has an answer; the gold answer is e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -53,9 +53,13 @@ class TimeFilter:
             grain = kind.split("-")[1]
             return (f"AND date_trunc('{grain}', {column}) = "
                     f"date_trunc('{grain}', {now}) - INTERVAL {p['back']} {grain.upper()}")
-        if kind in ("rel-year-since", "rel-month-since", "rel-day-since"):
-            grain = kind.split("-")[1]
-            return f"AND {column} >= {now} - INTERVAL {p['n']} {grain.upper()}"
+        if kind == "rel-day-since":
+            return f"AND {column} >= {now} - INTERVAL {p['n']} DAY"
+        if kind in ("rel-year-since", "rel-month-since"):
+            # DuckDB clamps 12-31 minus 10 months to 02-28, SQLite (EHRSQL's gold) rolls it over to 03-03: the
+            # threshold is written out, as SQLite computes it, so that both dialects ask the same question.
+            months = p["n"] * (12 if kind == "rel-year-since" else 1)
+            return f"AND {column} >= {timestamp_sql(sqlite_months_before(self.now, months))}"
         if kind == "mix-month-of-this-year":
             return (f"AND date_trunc('year', {column}) = date_trunc('year', {now}) "
                     f"AND strftime({column}, '%m') = '{p['month']:02d}'")
@@ -194,7 +198,7 @@ def _relative(rng: np.random.Generator, anchor: datetime, now: datetime) -> list
         n = years_back + 1 + int(rng.integers(0, 2))
         out.append(TimeFilter("rel-year-since", f"since {n} year{'s' if n > 1 else ''} ago", now, {"n": n}))
     if 0 <= months_back < 120:
-        n = months_back + 1 + int(rng.integers(0, 12))
+        n = months_back + 2 + int(rng.integers(0, 12))  # + 2: SQLite's roll-over may push the bound 3 days on
         out.append(TimeFilter("rel-month-since", f"since {n} month{'s' if n > 1 else ''} ago", now, {"n": n}))
     if 0 <= days_back < 1000:
         n = days_back + 1 + int(rng.integers(0, 30))
@@ -229,6 +233,15 @@ def draw_within(rng: np.random.Generator, now: datetime, kinds: tuple[str, ...] 
     n = int(rng.integers(1, 4)) if kind == "within-n-months" else int(rng.integers(1, 8))
     unit = "month" if kind == "within-n-months" else "day"
     return TimeFilter(kind, f"within {n} {unit}{'s' if n > 1 else ''}", now, {"n": n})
+
+
+def sqlite_months_before(moment: datetime, months: int) -> datetime:
+    """`datetime(moment, '-<months> month')` as SQLite computes it: the month moves, the day stays, and a day past
+    the month's end rolls over into the next month (12-31 minus 10 months = 03-03)."""
+    total = moment.year * 12 + moment.month - 1 - months
+    year, month = divmod(total, 12)
+    first = moment.replace(year=year, month=month + 1, day=1)
+    return first + timedelta(days=moment.day - 1)
 
 
 def number_word(n: int) -> str:
