@@ -235,12 +235,14 @@ def test_truncated_local_file_is_rejected(first_build, cli_env, mimic_demo_dir, 
 def test_rebuild_reuses_unchanged_raw_tables_and_keeps_old_build(first_build, cli_env):
     data_dir, old = first_build["data_dir"], first_build["folder"]
     old_manifest = (old / "manifest.json").read_text()
-    result = run_cli(["build", "--data-dir", str(data_dir), "--seed", "7"], cli_env)
+    # one question per template: the first build checked the questions; this one checks reuse (and stays quick)
+    result = run_cli(["build", "--data-dir", str(data_dir), "--seed", "7", "--questions-per-template", "1"], cli_env)
     assert result.returncode == 0, result.stderr[-3000:]
     new = Path(result.stdout.strip().splitlines()[-1])
     assert new != old and os.readlink(data_dir / "benchmarks" / "latest") == new.name
     manifest = json.loads((new / "manifest.json").read_text())
     assert manifest["seed"] == 7
+    assert manifest["parameters"]["questions"]["per_template"] == 1
     assert {f["action"] for f in manifest["inputs"]} == {"unchanged", "absent"}
     assert (old / "manifest.json").read_text() == old_manifest  # published builds are immutable
 

@@ -89,6 +89,13 @@ def test_the_same_seed_draws_the_same_questions_and_another_seed_others(database
     assert first != other
 
 
+def test_threads_do_not_change_the_questions(database):
+    templates = [template(id=f"lab_{i}") for i in range(6)] + [UNANSWERABLE]
+    one = [q.to_dict() | {"execution_s": 0} for q in generate(database, templates, workers=1, seed=5)]
+    two = [q.to_dict() | {"execution_s": 0} for q in generate(database, templates, workers=2, seed=5)]
+    assert one == two and len(one) == 6 * 5 + 3  # the unanswerable template has three patients to ask about
+
+
 def test_a_templates_draws_do_not_depend_on_the_other_templates(database):
     alone = generate(database, [template()], seed=3)
     with_another = generate(database, [template(id="lab_other"), template()], seed=3)

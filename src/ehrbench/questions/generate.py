@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -35,6 +36,7 @@ class GenerationSettings:
     empty_share: float = 0.2  # share of a template's questions that may keep an empty answer (labelled)
     attempts: int = 8  # draws per wanted question before a template gives up
     timeout_s: float = 10.0  # per gold query and dialect
+    workers: int = 2  # threads running templates (the machine's cores)
     unanswerable_share: float | None = 0.2  # of a database's questions (EHRSQL-2024 valid: 20 %); None: all of them
     seed: int = 0
 
@@ -93,32 +95,61 @@ class QueryTimeout(RuntimeError):
 
 def generate_questions(templates: list[Template], database: str, duckdb_path: Path, sqlite_path: Path,
                        now: datetime, settings: GenerationSettings) -> list[GeneratedQuestion]:
-    """Questions of every template that has `database`, in template order; see the module doc."""
-    con = duckdb.connect(":memory:")
-    con.execute("set enable_progress_bar = false")
-    con.execute(f"attach '{duckdb_path}' as agent (read_only)")
-    con.execute("use agent")
-    sqlite = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
-    candidates = _Candidates(con)
+    """Questions of every template that has `database`, in template order; see the module doc. Templates run on
+    `settings.workers` threads (DuckDB and SQLite release the GIL while they execute); each template draws from its
+    own generator, so the result does not depend on the number of threads."""
+    connections = _Connections(duckdb_path, sqlite_path)
+    candidates = _Candidates(connections)
+    asked = [t for t in templates if t.asks(database)]
     try:
-        answerable: list[GeneratedQuestion] = []
-        unanswerable: dict[str, list[GeneratedQuestion]] = {}
-        for template in templates:
-            if not template.asks(database):
-                continue
-            made = _template_questions(template, database, con, sqlite, candidates, now, settings)
-            if template.answerable:
-                answerable.extend(made)
-            else:
-                unanswerable[template.id] = made
-        share = settings.unanswerable_share
-        if share is None:
-            return answerable + [q for made in unanswerable.values() for q in made]
-        wanted = round(len(answerable) * share / (1 - share))
-        return answerable + _spread(unanswerable, wanted, keyed_rng(settings.seed, database))
+        with ThreadPoolExecutor(max_workers=settings.workers) as pool:
+            made = list(pool.map(lambda t: _template_questions(t, database, connections, candidates, now, settings),
+                                 asked))
     finally:
-        sqlite.close()
-        con.close()
+        connections.close()
+    answerable = [q for template, items in zip(asked, made, strict=True) if template.answerable for q in items]
+    unanswerable = {t.id: items for t, items in zip(asked, made, strict=True) if not t.answerable}
+    share = settings.unanswerable_share
+    if share is None:
+        return answerable + [q for items in unanswerable.values() for q in items]
+    wanted = round(len(answerable) * share / (1 - share))
+    return answerable + _spread(unanswerable, wanted, keyed_rng(settings.seed, database))
+
+
+class _Connections:
+    """One DuckDB cursor and one SQLite connection per thread, on the agent-facing files opened read-only. The
+    cursors share one in-memory database, where the candidate tables live."""
+
+    def __init__(self, duckdb_path: Path, sqlite_path: Path):
+        self.main = duckdb.connect(":memory:")
+        self.main.execute("set enable_progress_bar = false")
+        self.main.execute(f"attach '{duckdb_path}' as agent (read_only)")
+        self._sqlite_path = sqlite_path
+        self._local = threading.local()
+        self._opened: list = []
+        self._lock = threading.Lock()
+
+    def duckdb(self) -> duckdb.DuckDBPyConnection:
+        if not hasattr(self._local, "duckdb"):
+            with self._lock:
+                cursor = self.main.cursor()
+                self._opened.append(cursor)
+            cursor.execute("use agent")
+            self._local.duckdb = cursor
+        return self._local.duckdb
+
+    def sqlite(self) -> sqlite3.Connection:
+        if not hasattr(self._local, "sqlite"):
+            connection = sqlite3.connect(f"file:{self._sqlite_path}?mode=ro", uri=True, check_same_thread=False)
+            with self._lock:
+                self._opened.append(connection)
+            self._local.sqlite = connection
+        return self._local.sqlite
+
+    def close(self) -> None:
+        for connection in self._opened:
+            connection.close()
+        self.main.close()
 
 
 def _spread(by_template: dict[str, list[GeneratedQuestion]], wanted: int,
@@ -135,8 +166,9 @@ def _spread(by_template: dict[str, list[GeneratedQuestion]], wanted: int,
     return chosen
 
 
-def _template_questions(template: Template, database: str, con, sqlite, candidates, now: datetime,
-                        settings: GenerationSettings) -> list[GeneratedQuestion]:
+def _template_questions(template: Template, database: str, connections: _Connections, candidates: _Candidates,
+                        now: datetime, settings: GenerationSettings) -> list[GeneratedQuestion]:
+    con, sqlite = connections.duckdb(), connections.sqlite()
     rng = keyed_rng(settings.seed, template.id, database)
     pool = candidates.table(template.values[database]) if template.values.get(database) else None
     if pool is not None and pool.size == 0:
@@ -147,7 +179,7 @@ def _template_questions(template: Template, database: str, con, sqlite, candidat
     for _ in range(settings.per_template * settings.attempts):
         if len(kept) >= settings.per_template:
             break
-        row = pool.row(int(rng.integers(pool.size))) if pool is not None else {}
+        row = pool.row(con, int(rng.integers(pool.size))) if pool is not None else {}
         instance = instantiate(template, database, row, rng, now)
         question_id = _question_id(database, template.id, instance.question)
         if question_id in kept:
@@ -249,30 +281,34 @@ def _question_id(database: str, template_id: str, question: str) -> str:
 
 
 class _Pool:
-    def __init__(self, con: duckdb.DuckDBPyConnection, table: str, size: int):
-        self._con, self._table, self.size = con, table, size
+    def __init__(self, table: str, size: int):
+        self._table, self.size = table, size
 
-    def row(self, index: int) -> dict:
-        cursor = self._con.execute(f"select * from {self._table} where rowid = ?", [index])
+    def row(self, con: duckdb.DuckDBPyConnection, index: int) -> dict:
+        cursor = con.execute(f"select * from {self._table} where rowid = ?", [index])
         names = [d[0] for d in cursor.description]
         return dict(zip(names, cursor.fetchone(), strict=True))
 
 
 class _Candidates:
-    """Candidate value rows per values query, materialised once in a total order."""
+    """Candidate value rows per values query, materialised once (by the first thread that needs them) in a total
+    order, in the in-memory database all cursors share."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self._con = con
+    def __init__(self, connections: _Connections):
+        self._connections = connections
         self._pools: dict[str, _Pool] = {}
+        self._lock = threading.Lock()
 
     def table(self, sql: str) -> _Pool:
-        if sql not in self._pools:
-            name = f"candidates_{len(self._pools)}"
-            try:
-                # inserted in ORDER BY ALL order (insertion order is kept), so rowid numbers the rows in it
-                self._con.execute(f"create temp table {name} as select distinct * from ({sql}) order by all")
-            except duckdb.Error as exc:
-                raise InstantiationError(f"values query failed: {exc}\n{sql}") from None
-            size = self._con.execute(f"select count(*) from {name}").fetchone()[0]
-            self._pools[sql] = _Pool(self._con, name, size)
-        return self._pools[sql]
+        with self._lock:
+            if sql not in self._pools:
+                name = f"memory.main.candidates_{len(self._pools)}"
+                con = self._connections.duckdb()
+                try:
+                    # inserted in ORDER BY ALL order (insertion order is kept), so rowid numbers the rows in it
+                    con.execute(f"create table {name} as select distinct * from ({sql}) order by all")
+                except duckdb.Error as exc:
+                    raise InstantiationError(f"values query failed: {exc}\n{sql}") from None
+                size = con.execute(f"select count(*) from {name}").fetchone()[0]
+                self._pools[sql] = _Pool(name, size)
+            return self._pools[sql]

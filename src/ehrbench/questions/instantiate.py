@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 import jinja2
 import numpy as np
@@ -64,6 +65,12 @@ def sql_literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+@lru_cache(maxsize=4096)
+def _compiled(source: str) -> jinja2.Template:
+    """A template's SQL compiled once per process (compiling costs more than rendering)."""
+    return _SQL.from_string(source)
+
+
 def fill(wording: str, values: dict, operators: dict[str, Operator], times: dict[str, TimeFilter]) -> str:
     texts = {name: value_text(v) for name, v in values.items()}
     texts |= {name: op.text for name, op in operators.items()}
@@ -97,7 +104,7 @@ def instantiate(template: Template, database: str, row: dict, rng: np.random.Gen
         context = {slot: sql_literal(v) for slot, v in values.items()} | operators | times
         context["now"] = timestamp_sql(now)
         try:
-            sql = _SQL.from_string(template.sql[database]).render(**context)
+            sql = _compiled(template.sql[database]).render(**context)
         except (jinja2.TemplateError, ValueError) as exc:
             raise InstantiationError(f"template {template.id} ({database}): its SQL does not render: {exc}") from None
         sql = _SPACES.sub(" ", sql).strip()
