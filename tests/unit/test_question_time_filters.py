@@ -107,3 +107,27 @@ def test_months_before_now_are_counted_as_sqlite_counts_them(months, expected):
     (sqlite_says,) = lite.execute(f"select datetime('2100-12-31 23:59:00', '-{months} month')").fetchone()
     assert sqlite_says == expected
     assert f"{sqlite_months_before(NOW, months):%Y-%m-%d %H:%M:%S}" == expected
+
+
+@pytest.mark.parametrize(("time_filter", "documented"), [  # DESIGN §5.3's SQLite forms (EHRSQL's gold SQL)
+    (TimeFilter("abs-year-in", "in 2100", NOW, {"value": "2100"}), "STRFTIME('%Y', e.t) = '2100'"),
+    (TimeFilter("abs-month-since", "since 12/2100", NOW, {"value": "2100-12"}), "STRFTIME('%Y-%m', e.t) >= '2100-12'"),
+    (TimeFilter("rel-year", "last year", NOW, {"back": 1}),
+     "DATETIME(e.t, 'start of year') = DATETIME('2100-12-31 23:59:00', 'start of year', '-1 year')"),
+    (TimeFilter("rel-day", "yesterday", NOW, {"back": 1}),
+     "DATETIME(e.t, 'start of day') = DATETIME('2100-12-31 23:59:00', 'start of day', '-1 day')"),
+    (TimeFilter("rel-day-since", "since 30 days ago", NOW, {"n": 30}),
+     "e.t >= DATETIME('2100-12-31 23:59:00', '-30 day')"),
+])
+def test_global_filters_transpile_to_ehrsqls_sqlite_forms(time_filter, documented):
+    sql = to_sqlite(f"select 1 from e where true {time_filter.on('e.t')}")
+    assert sql == f"SELECT 1 FROM e WHERE TRUE AND {documented}"
+
+
+def test_exact_and_within_transpile_to_ehrsqls_sqlite_forms():
+    second_to_last = TimeFilter("exact-second-to-last", "second to last", NOW)
+    assert to_sqlite(f"select e.t from e {second_to_last.order('e.t')}") == (
+        "SELECT e.t FROM e ORDER BY e.t DESC LIMIT 1 OFFSET 1")
+    within = TimeFilter("within-n-days", "within 2 days", NOW, {"n": 2})
+    assert to_sqlite(f"select 1 from t1, t2 where true {within.between('t1.t', 't2.t')}") == (
+        "SELECT 1 FROM t1, t2 WHERE TRUE AND t2.t BETWEEN t1.t AND DATETIME(t1.t, '+2 day')")

@@ -3,7 +3,8 @@
 -- vital-sign items, same shifted charttime), shaped like MIMIC-IV on FHIR's ObservationChartevents (code system
 -- mimic-chartevents-d-items, d_items category, d_items normal range) plus the HL7 vital-signs category. Original
 -- MIMIC-IV label and unit (d_items' unitname, whose case the rows' units have; else the profile's unit). Id from the
--- raw key stay_id-charttime-itemid-value (charttime as PostgreSQL prints a timestamp).
+-- raw key stay_id-charttime-itemid-value (charttime as PostgreSQL prints a timestamp). Full MIMIC-IV repeats a few
+-- such keys (the same value charted twice at one time); like MIMIC-IV on FHIR, one resource per key: the first row.
 {% set observation_json %}
 {{ fhir_json_object(
     fhir_json_required('resourceType', fhir_json_constant('Observation')),
@@ -33,6 +34,7 @@ with charts as (
         c.valuenum,
         c.valueuom as profile_valueuom
     from {{ ref('int_ehrsql2024__mimic_iv__chartevents') }} as c
+    qualify row_number() over (partition by c.stay_id, raw_charttime, c.itemid, raw_value order by c.file_row) = 1
 
 ),
 
