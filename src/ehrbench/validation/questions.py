@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from ehrbench.errors import ValidationError
 from ehrbench.questions.generate import QUESTION_SCHEMA
+from ehrbench.validation.suites import exception_message
 
 DATA_DOCS_SITE = "ehrbench_questions"
 FAILED_COLUMN = "failed_expectations"
@@ -319,7 +320,7 @@ def _outcome(name: str, r, *, database: str | None = None) -> ExpectationResult:
     kwargs = r.expectation_config.kwargs
     column = kwargs.get("column") or (
         f"{kwargs['column_A']},{kwargs['column_B']}" if "column_A" in kwargs else None)
-    error = _exception_message(r.exception_info)
+    error = exception_message(r.exception_info)
     result = r.result or {}
     observed = result.get("observed_value")
     if observed is None and "missing_count" in result:  # expect_column_distinct_values_to_contain_set
@@ -331,18 +332,6 @@ def _outcome(name: str, r, *, database: str | None = None) -> ExpectationResult:
         name=name, expectation=r.expectation_config.type, column=column, database=database,
         success=bool(r.success) and error is None, unexpected_count=result.get("unexpected_count"),
         observed=text if text is None or len(text) <= 300 else text[:297] + "...", error=error)
-
-
-def _exception_message(info: dict | None) -> str | None:
-    """GX reports errors flat or keyed by metric id; either way, the first message."""
-    if not info:
-        return None
-    if info.get("raised_exception"):
-        return info.get("exception_message")
-    for value in info.values():
-        if isinstance(value, dict) and value.get("raised_exception"):
-            return value.get("exception_message")
-    return None
 
 
 def _where(outcome: ExpectationResult) -> str:

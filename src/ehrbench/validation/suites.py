@@ -91,7 +91,7 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
             result = batch.validate(gx_suite, result_format="SUMMARY")
             for r in result.results:
                 kwargs = r.expectation_config.kwargs
-                error = _exception_message(r.exception_info)
+                error = exception_message(r.exception_info)
                 observed = r.result.get("observed_value")
                 outcomes.append(ExpectationOutcome(
                     table=table, expectation=r.expectation_config.type,
@@ -106,7 +106,7 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
                        skipped=skipped, outcomes=outcomes)
 
 
-def _exception_message(info: dict | None) -> str | None:
+def exception_message(info: dict | None) -> str | None:
     """GX reports errors flat or keyed by metric id; either way, the first message."""
     if not info:
         return None
