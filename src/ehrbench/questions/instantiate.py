@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -44,10 +46,6 @@ class Instance:
         texts |= {name: t.text for name, t in self.times.items() if t.text}
         return texts
 
-    def phrase(self, wording: str) -> str:
-        """`wording` (the question or one of its phrasings) with this instance's slots filled in."""
-        return fill(wording, self.values, self.operators, self.times)
-
 
 def value_text(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
@@ -75,7 +73,13 @@ def fill(wording: str, values: dict, operators: dict[str, Operator], times: dict
     texts = {name: value_text(v) for name, v in values.items()}
     texts |= {name: op.text for name, op in operators.items()}
     texts |= {name: t.text for name, t in times.items()}
-    text = wording.format(**texts)
+    return fill_texts(wording, texts)
+
+
+def fill_texts(wording: str, texts: Mapping[str, str]) -> str:
+    """`wording` with each {slot} replaced by its text (a slot without one reads "", like an unused time slot),
+    and the spaces an empty slot leaves closed up."""
+    text = wording.format_map(defaultdict(str, texts))
     return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", text)).strip()
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import string
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -45,10 +44,10 @@ from ehrbench.questions.generate import (
     run_duckdb,
     run_sqlite,
 )
-from ehrbench.questions.instantiate import sql_literal
+from ehrbench.questions.instantiate import fill_texts, sql_literal
 from ehrbench.questions.seeding import keyed_rng
 from ehrbench.questions.suites import write_once
-from ehrbench.questions.templates import PROFILE_OF, Template, time_family
+from ehrbench.questions.templates import PROFILE_OF, Template, slot_order, time_family
 from ehrbench.renaming import TABLE_NAME_COLUMNS, SchemaRename, rename_sql
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -450,11 +449,11 @@ def incre_instruction(question: GeneratedQuestion, template: Template, items: li
     texts = json.loads(question.slot_texts)
     spoken = {item.slot: item for item in items}
     said = {slot: spoken[slot].name if slot in spoken else text for slot, text in texts.items()}
-    lay_question = _fill(template.question, said)
+    lay_question = fill_texts(template.question, said)
     topic = TOPICS.get(question.category, question.category.replace("_", " "))
     topic = f"a specific patient's {topic}" if question.patient_scoped else topic
     # the patient first, then the items and other values, then operators and time expressions
-    order = sorted(_slot_order(template.question), key=lambda slot: (
+    order = sorted(slot_order(template.question), key=lambda slot: (
         slot != "patient_id", slot not in spoken, slot in template.operators or slot in template.time))
     steps = [_step(slot, said[slot], template, spoken.get(slot)) for slot in order if said.get(slot)]
     sentences = [_OPENINGS[int(rng.integers(len(_OPENINGS)))].format(topic=topic),
@@ -487,18 +486,6 @@ def _step(slot: str, text: str, template: Template, item: _SpokenItem | None) ->
         return f"the time frame is {text}"
     base = slot.rstrip("0123456789")
     return f"the {SLOT_NOUNS.get(base, base.replace('_', ' '))} is {text}"
-
-
-def _slot_order(wording: str) -> list[str]:
-    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(wording) if name))
-
-
-def _fill(wording: str, texts: Mapping[str, str]) -> str:
-    filled = wording.format(**{slot: texts.get(slot, "") for slot in _slot_order(wording)})
-    filled = " ".join(filled.split())
-    for mark in "?.,!":
-        filled = filled.replace(f" {mark}", mark)
-    return filled
 
 
 def _or_list(names: Iterable[str]) -> str:

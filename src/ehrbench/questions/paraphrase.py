@@ -38,7 +38,7 @@ from ehrbench.llm import (
     embedding_model,
 )
 from ehrbench.questions.generate import GeneratedQuestion
-from ehrbench.questions.instantiate import fill
+from ehrbench.questions.instantiate import fill_texts
 from ehrbench.questions.seeding import keyed_rng
 from ehrbench.questions.templates import Template
 
@@ -113,8 +113,8 @@ class OfflineParaphraser:
         rng = keyed_rng(self.seed, question.question_id)
         index = int(rng.integers(len(wordings)))
         texts = json.loads(question.slot_texts)
-        # slot_texts leaves out empty time slots; they read as "" (and `fill` closes the gap) as in the question
-        filled = fill(wordings[index], {slot: texts.get(slot, "") for slot in template.slots}, {}, {})
+        # slot_texts leaves out empty time slots; they read as "" (and the gap is closed) as in the question
+        filled = fill_texts(wordings[index], texts)
         return Paraphrase(filled, f"offline:{index}")
 
 

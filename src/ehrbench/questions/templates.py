@@ -106,10 +106,10 @@ class Template(BaseModel):
         slots = _placeholders(self.question)
         if len(self.phrasings) < MIN_PHRASINGS:
             raise ValueError(f"needs at least {MIN_PHRASINGS} offline phrasings, has {len(self.phrasings)}")
-        order = _slot_order(self.question)
+        order = slot_order(self.question)
         for phrasing in self.phrasings:
-            if _slot_order(phrasing) != order:
-                raise ValueError(f"phrasing {phrasing!r} has slots {_slot_order(phrasing)}; the question has "
+            if slot_order(phrasing) != order:
+                raise ValueError(f"phrasing {phrasing!r} has slots {slot_order(phrasing)}; the question has "
                                  f"{order} (same slots, same order)")
         if missing := sorted(set(self.operators) - slots):
             raise ValueError(f"operator slot(s) {missing} not used in the question")
@@ -128,8 +128,7 @@ class Template(BaseModel):
     @cached_property
     def value_slots(self) -> list[str]:
         """Slots filled with sampled values (not operators or time expressions), in question order."""
-        ordered = [name for _, name, _, _ in string.Formatter().parse(self.question) if name]
-        return [s for s in dict.fromkeys(ordered) if s not in self.operators and s not in self.time]
+        return [s for s in slot_order(self.question) if s not in self.operators and s not in self.time]
 
     def time_kinds(self, slot: str) -> tuple[str, ...]:
         """The kinds (exact / within) or families (global) a time slot draws from."""
@@ -156,7 +155,8 @@ def time_family(slot: str) -> str:
     return "exact" if slot.startswith("exact") else "within" if slot.startswith("within") else "global"
 
 
-def _slot_order(text: str) -> list[str]:
+def slot_order(text: str) -> list[str]:
+    """The {slots} of a wording, each once, in the order they first appear."""
     return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(text) if name))
 
 
