@@ -182,5 +182,44 @@ def questions_check(
     raise typer.Exit(0 if ok else 1)
 
 
+dq_app = typer.Typer(help="Data-quality auditing tasks.", no_args_is_help=True)
+app.add_typer(dq_app, name="dq")
+
+
+@dq_app.command("score")
+def dq_score(
+    task_dir: Annotated[Path, typer.Argument(help="A task folder: dq/<task_id>/ of a build (with gold/).")],
+    flagged_rows: Annotated[Path, typer.Argument(help="The auditor's flagged_rows.csv (table,_row_id).")],
+) -> None:
+    """Score flagged rows against a task's hidden labels; prints one JSON object. A bad submission scores as
+    empty (exit 0, reason in `submission_problem`); a task folder without labels is an error (exit 1)."""
+    import json
+
+    from ehrbench.dq.score import score_task
+
+    try:
+        result = score_task(task_dir, flagged_rows)
+    except (FileNotFoundError, ValueError) as exc:
+        _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    typer.echo(json.dumps(result.to_dict()))
+
+
+@dq_app.command("tasks")
+def dq_tasks(
+    build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
+    data_dir: DataDir = None,
+) -> None:
+    """List the data-quality tasks of a build (folders dq/<task_id>/ with an instruction.md)."""
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    folder = Path(build) if build != "latest" and Path(build).is_dir() else layout.benchmarks / build
+    tasks = sorted(p.parent for p in (folder / "dq").glob("*/instruction.md"))
+    if not tasks:
+        _err.print(f"no data-quality tasks in {folder.resolve()} (dq/<task_id>/instruction.md)")
+        return
+    for task in tasks:
+        typer.echo(task.resolve())
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
