@@ -19,7 +19,7 @@ from ehrbench.questions.check import build_databases
 from ehrbench.questions.generate import GenerationSettings, generate_questions
 from ehrbench.questions.paraphrase import OfflineParaphraser, paraphrase_questions
 from ehrbench.questions.templates import DATABASES, load_templates
-from ehrbench.settings import default_data_dir
+from ehrbench.settings import DataLayout, default_data_dir
 from ehrbench.validation.questions import validate_questions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--per-template", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     options = parser.parse_args()
-    folder = Path(options.build) if Path(options.build).is_dir() else options.data_dir / "benchmarks" / options.build
+    folder = DataLayout(root=options.data_dir.resolve()).build_folder(options.build)
     if not (folder / "manifest.json").is_file():
         raise SystemExit(f"no published build at {folder} (--build, --data-dir); run `make build` first")
     manifest = json.loads((folder / "manifest.json").read_text())

@@ -135,7 +135,7 @@ def fhir_serve(
     from ehrbench.fhir.server import create_app  # FastAPI is imported only for this command
 
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
-    folder = Path(build) if build != "latest" and Path(build).is_dir() else layout.benchmarks / build
+    folder = layout.build_folder(build)
     database = folder / "fhir" / "resources.duckdb"
     if not database.is_file():
         what = "no build folder" if not folder.is_dir() else "a build without FHIR resources"
@@ -172,7 +172,7 @@ def questions_check(
     from ehrbench.questions.check import check_templates
 
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
-    folder = Path(build) if build != "latest" and Path(build).is_dir() else layout.benchmarks / build
+    folder = layout.build_folder(build)
     try:
         ok = check_templates(folder, databases=database or None, prefixes=template or None,
                              per_template=per_template, seed=seed, templates_dir=templates_dir, show=show)
@@ -212,7 +212,7 @@ def dq_tasks(
 ) -> None:
     """List the data-quality tasks of a build (folders dq/<task_id>/ with an instruction.md)."""
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
-    folder = Path(build) if build != "latest" and Path(build).is_dir() else layout.benchmarks / build
+    folder = layout.build_folder(build)
     tasks = sorted(p.parent for p in (folder / "dq").glob("*/instruction.md"))
     if not tasks:
         _err.print(f"no data-quality tasks in {folder.resolve()} (dq/<task_id>/instruction.md)")

@@ -97,6 +97,10 @@ class DataLayout(BaseModel):
     def latest(self) -> Path:
         return self.benchmarks / "latest"
 
+    def build_folder(self, build: str) -> Path:
+        """A build named as the CLI takes it: 'latest', a build id under benchmarks/, or a build folder's path."""
+        return Path(build) if build != "latest" and Path(build).is_dir() else self.benchmarks / build
+
     @property
     def dbt_work(self) -> Path:
         """dbt target/ and logs/ per data directory, so two checkouts never share state."""

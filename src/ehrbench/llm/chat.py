@@ -68,8 +68,8 @@ class ModelSpec:
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
 
-class OpenAIChat:
-    """Chat completions from any OpenAI-compatible endpoint."""
+class _OpenAIEndpoint:
+    """A model on an OpenAI-compatible endpoint, with its SDK client."""
 
     provider = "openai"
 
@@ -78,6 +78,10 @@ class OpenAIChat:
         self.model = model
         self.base_url = base_url
         self._client = _client(base_url, api_key, timeout_s, max_retries)
+
+
+class OpenAIChat(_OpenAIEndpoint):
+    """Chat completions from any OpenAI-compatible endpoint."""
 
     def complete(self, messages: list[Message], *, temperature: float, n: int = 1) -> list[str]:
         # `n` is left out when 1: a few compatible servers reject the parameter altogether.
@@ -90,16 +94,8 @@ class OpenAIChat:
         return [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(_OpenAIEndpoint):
     """Embeddings from any OpenAI-compatible endpoint (POST /embeddings)."""
-
-    provider = "openai"
-
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 60.0,
-                 max_retries: int = 4):
-        self.model = model
-        self.base_url = base_url
-        self._client = _client(base_url, api_key, timeout_s, max_retries)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
