@@ -2,7 +2,8 @@
 
     ingest → transform (dbt staging) → validate (GX) → databases (dbt profiles, export)
         → fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth)
-        → questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine) → publish
+        → questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine)
+        → dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration) → publish
 
 Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
 Only one build runs at a time (the DuckDB warehouse has a single writer).
@@ -20,11 +21,12 @@ from prefect import flow, get_run_logger
 from ehrbench.manifest import StageTiming, assemble_manifest
 from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
 from ehrbench.publish import discard, new_build_id, staging_dir
-from ehrbench.settings import BuildParameters, DataLayout, Edition, QuestionSettings, default_data_dir
+from ehrbench.settings import BuildParameters, DataLayout, DqSettings, Edition, QuestionSettings, default_data_dir
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
 from flows.fhir_view import build_fhir
 from flows.ingest import ingest
+from flows.inject_errors import inject_errors
 from flows.publish import publish_build
 from flows.questions import build_questions
 from flows.transform import transform
@@ -45,6 +47,7 @@ def build_benchmark(
     eicu_preset: str = "ehrchatqa",
     ehrsql2024_dir: str | None = None,
     questions: QuestionSettings | None = None,
+    dq: DqSettings | None = None,
     data_dir: str | None = None,
 ) -> str:
     """Build a benchmark from raw MIMIC-IV and eICU files; returns the published build folder.
@@ -53,7 +56,8 @@ def build_benchmark(
     downloaded from PhysioNet into data/raw/. `ehrsql2024_dir` (or EHRBENCH_EHRSQL2024_DIR): the published
     EHRSQL-2024 mimic_iv/ folder, whose valid questions then get FHIR resource-id ground truth. `questions`: how
     many questions per template, the kept share of empty answers, the quarantine threshold, the paraphrasing
-    model (default: EHRBENCH_PARAPHRASE_MODEL, else offline phrasings). `data_dir`
+    model (default: EHRBENCH_PARAPHRASE_MODEL, else offline phrasings). `dq`: the recipe file of the data-quality
+    audit tasks (default: the suite's own). `data_dir`
     defaults to EHRBENCH_DATA_DIR or ./data.
     """
     logger = get_run_logger()
@@ -61,7 +65,7 @@ def build_benchmark(
         mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
         mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
         start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
-        questions=questions)
+        questions=questions, dq=dq)
     dbt_vars = profile_vars(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
                             start_year=parameters.start_year, time_span=parameters.time_span)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
@@ -94,12 +98,14 @@ def build_benchmark(
             with stage("questions"):
                 question_sets = build_questions(build_dir, dbt_vars, parameters.seed, parameters.questions,
                                                 layout.root)
+            with stage("dq"):
+                dq_run, audit_tasks = inject_errors(layout, build_dir, dbt_vars, parameters.seed, parameters.dq)
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
-                                         [*dbt_runs, profile_run, fhir_run], validation, row_counts, stages,
-                                         dbt_vars, databases, fhir, question_sets)
+                                         [*dbt_runs, profile_run, fhir_run, dq_run], validation, row_counts,
+                                         stages, dbt_vars, databases, fhir, question_sets, audit_tasks)
             with stage("publish"):
                 folder = publish_build(layout, manifest)
         except BaseException:

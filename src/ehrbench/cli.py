@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ehrbench.errors import EhrbenchError
 from ehrbench.publish import latest_build_id, published_builds
-from ehrbench.settings import DataLayout, QuestionSettings, default_data_dir
+from ehrbench.settings import DataLayout, DqSettings, QuestionSettings, default_data_dir
 
 app = typer.Typer(help="Reproducible benchmarks for LLM agents over EHR databases.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -47,6 +47,8 @@ def build(
     paraphrase_model: Annotated[str | None, typer.Option(
         help="Chat model that paraphrases the questions: openai:<model>[@<base_url>] or gemini:<model>. Default: "
              "$EHRBENCH_PARAPHRASE_MODEL, else the templates' own phrasings.")] = None,
+    dq_recipes: Annotated[Path | None, typer.Option(
+        help="Recipe file (YAML) of the data-quality audit tasks. Default: the suite's own recipes.")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Run the build-benchmark flow (same parameters as the Prefect deployment)."""
@@ -66,7 +68,7 @@ def build(
             eicu_edition=eicu_edition, current_time=current_time, start_year=start_year, time_span=time_span,
             eicu_preset=eicu_preset, ehrsql2024_dir=str(ehrsql2024_dir) if ehrsql2024_dir else None,
             questions=QuestionSettings(per_template=questions_per_template, paraphrase_model=paraphrase_model),
-            data_dir=str(root))
+            dq=DqSettings(recipes=dq_recipes.resolve() if dq_recipes else None), data_dir=str(root))
     except EhrbenchError as exc:
         _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(1) from None

@@ -58,6 +58,8 @@ class Manifest(BaseModel):
     fhir: dict = Field(default_factory=dict, description="FHIR resources: counts per type, files, validation")
     questions: dict = Field(default_factory=dict, description=(
         "generated questions: settings, counts, files, paraphrasing, FHIR grounding, GX validation and quarantine"))
+    dq: dict = Field(default_factory=dict, description=(
+        "data-quality audit tasks: recipes, extract rows, tasks with their errors, oracle and rule-auditor scores"))
     stages: dict[str, StageTiming] = Field(default_factory=dict)
 
     @property
@@ -80,7 +82,7 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                       validation: Mapping[str, SuiteResult], row_counts: Mapping[str, dict[str, int]],
                       stages: dict[str, StageTiming], profile_vars: dict[str, dict] | None = None,
                       databases: dict[str, dict] | None = None, fhir: dict | None = None,
-                      questions: dict | None = None) -> Manifest:
+                      questions: dict | None = None, dq: dict | None = None) -> Manifest:
     """The manifest of a finished build from what its stages reported."""
     return Manifest(
         build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
@@ -98,4 +100,4 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                            "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
                     for name, r in validation.items()},
         stages=dict(stages), profile_vars=profile_vars or {}, databases=databases or {}, fhir=fhir or {},
-        questions=questions or {})
+        questions=questions or {}, dq=dq or {})

@@ -32,6 +32,14 @@ class QuestionSettings(BaseModel):
         "$EHRBENCH_PARAPHRASE_MODEL, else the templates' hand-written phrasings."))
 
 
+class DqSettings(BaseModel):
+    """How a build makes its data-quality audit tasks (stage dq)."""
+
+    recipes: Path | None = Field(None, description=(
+        "Recipe file of the audit tasks (YAML: extract size; per task its families, sub-types, tables, patients in "
+        "scope, count and seed). Default: the suite's own, src/ehrbench/dq/recipes/default.yaml."))
+
+
 class BuildParameters(BaseModel):
     """Everything that determines a build; recorded verbatim in its manifest."""
 
@@ -55,6 +63,8 @@ class BuildParameters(BaseModel):
         "ehrchatqa", description="eICU time constants: EHR-ChatQA's (2100, span 0) or EHRSQL-2022's (2100-2105).")
     questions: QuestionSettings = Field(default_factory=lambda: QuestionSettings(),
                                         description="How the build's question sets are generated.")
+    dq: DqSettings = Field(default_factory=lambda: DqSettings(),
+                           description="How the build's data-quality audit tasks are made.")
 
     @classmethod
     def from_environment(cls, **overrides) -> BuildParameters:

@@ -3,6 +3,7 @@ the published builds untouched. Runs against one Prefect test server for the mod
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -245,6 +246,10 @@ def test_rebuild_reuses_unchanged_raw_tables_and_keeps_old_build(first_build, cl
     assert manifest["parameters"]["questions"]["per_template"] == 1
     assert {f["action"] for f in manifest["inputs"]} == {"unchanged", "absent"}
     assert (old / "manifest.json").read_text() == old_manifest  # published builds are immutable
+    # another seed picks other rows for the audit tasks' errors
+    picked = [set(pq.read_table(build / "dq" / "combined" / "gold" / "labels.parquet").column("row_id").to_pylist())
+              for build in (old, new)]
+    assert picked[0] and picked[1] and picked[0] != picked[1]
 
     listing = run_cli(["builds", "--data-dir", str(data_dir)], cli_env)
     assert listing.returncode == 0
@@ -416,3 +421,57 @@ def test_build_writes_chatqa_tasks_that_reproduce_their_answers_on_the_renamed_d
                                               for profile, database in (("ehrsql2024", "mimic_iv"),
                                                                         ("ehrsql_eicu", "eicu"))})
     assert report.unmatched == []
+
+
+def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(first_build, tmp_path):
+    from ehrbench.dq.row_ids import row_id
+    from ehrbench.dq.score import LABEL_COLUMNS
+
+    folder, data_dir = first_build["folder"], first_build["data_dir"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    entry = manifest["dq"]
+    recipes = [task["id"] for task in entry["recipe_book"]["tasks"]]
+    expected = sorted([*recipes, *(f"{r}_clues" for r in recipes)])
+    assert sorted(p.name for p in (folder / "dq").iterdir()) == expected
+    assert all(row["oracle_passed"] for row in entry["calibration"])
+    assert manifest["stages"]["dq"]["seconds"] > 0
+
+    listing = run_cli(["dq", "tasks", "--data-dir", str(data_dir)], {**os.environ, "DO_NOT_TRACK": "1"})
+    assert listing.returncode == 0 and len(listing.stdout.split()) == len(expected), listing.stderr
+
+    for task in expected:
+        task_dir = folder / "dq" / task
+        labels = pq.read_table(task_dir / "gold" / "labels.parquet").to_pylist()
+        assert labels and set(LABEL_COLUMNS) <= set(labels[0])
+        tables = {}
+        for path in sorted((task_dir / "data").glob("*.csv.gz")):
+            text = gzip.decompress(path.read_bytes()).decode()
+            # no source dataset is named in an agent-visible path, header or cell
+            assert not any(name in (path.name + text).lower() for name in ("mimic", "physionet", "eicu")), path
+            rows = list(csv.DictReader(text.splitlines()))
+            tables[path.name.removesuffix(".csv.gz")] = {row["_row_id"]: row for row in rows}
+        instruction = (task_dir / "instruction.md").read_text().lower()
+        assert not any(name in instruction for name in ("mimic", "physionet", "eicu"))
+        assert ("sub-types" in instruction) == task.endswith("_clues")
+        for label in labels:
+            row = tables[label["table"]][label["row_id"]]  # every labelled row is in the written data
+            if label["role"] == "evidence":
+                continue
+            assert row[label["field"]] == (label["corrupted_value"] or ""), label
+            if label["role"] == "corrupted":
+                # the id is the hash of the pristine row: the row with its original value restored (a repeated
+                # identical row has its occurrence number appended)
+                pristine = {**row, label["field"]: label["original_value"] or ""}
+                values = [pristine[c] for c in row if c != "_row_id"]
+                ids = {row_id(label["table"], values), *(row_id(label["table"], [*values, n]) for n in range(2, 5))}
+                assert label["row_id"] in ids, label
+
+        oracle = tmp_path / f"{task}.csv"
+        oracle.write_text("table,_row_id\n" + "".join(f"{x['table']},{x['row_id']}\n" for x in labels))
+        scored = run_cli(["dq", "score", str(task_dir), str(oracle)], {**os.environ, "DO_NOT_TRACK": "1"})
+        assert scored.returncode == 0 and json.loads(scored.stdout)["passed"] is True, scored.stdout
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_bytes(b"\x00\xff not a csv")
+    scored = run_cli(["dq", "score", str(folder / "dq" / "combined"), str(garbage)], {**os.environ})
+    assert scored.returncode == 0
+    assert json.loads(scored.stdout)["passed"] is False

@@ -27,10 +27,10 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "publish")
+STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "inject-errors", "publish")
 ARTIFACT_KEYS = {"ingest-files", "ingest-summary", "transform-dbt", "validation-results",
                  "validation-summary", "databases", "fhir", "questions", "questions-validation",
-                 "questions-data-docs", "build-published"}
+                 "questions-data-docs", "dq-tasks", "build-published"}
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 

@@ -39,7 +39,7 @@ from ehrbench.llm import (
 )
 from ehrbench.questions.generate import GeneratedQuestion
 from ehrbench.questions.instantiate import fill_texts
-from ehrbench.questions.seeding import keyed_rng
+from ehrbench.seeding import keyed_rng
 from ehrbench.questions.templates import Template
 
 _TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})

@@ -1,6 +1,6 @@
-"""Seeded generators keyed by names: every random choice of question generation draws from a generator seeded by
-the build seed and the names of what it is for (a template id, a question id), so that one choice never shifts
-another and the manifest's seed reproduces them all."""
+"""Seeded generators keyed by names: every random choice of a build (question generation, error injection) draws
+from a generator seeded by the build seed and the names of what it is for (a template id, a question id, a task and
+sub-type), so that one choice never shifts another and the manifest's seed reproduces them all."""
 
 from __future__ import annotations
 

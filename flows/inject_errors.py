@@ -1,0 +1,96 @@
+"""Stage 6 — data-quality audit tasks (DESIGN §5.5): seeded errors injected into an extract of the build's MIMIC-IV
+patients, with hidden cluster gold.
+
+    dbt (models/dq/: a seeded patient sample under neutral table and column names, times shifted like the databases)
+      → per task of the recipes (src/ehrbench/dq/recipes/default.yaml, or the build's own file):
+        inject its errors into a copy → write dq/<task>/ and dq/<task>_clues/ (data, instruction, hidden gold)
+        → read back: every label verified, no source name in any agent-visible file (else the build fails)
+      → calibrate: the oracle (gold rows) must pass every task; the rule-based auditor's scores are reported.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NONE
+
+from ehrbench.dq.auditor import audit, write_flagged_rows
+from ehrbench.dq.extract import Tables, read_extract
+from ehrbench.dq.inject import inject_task
+from ehrbench.dq.recipes import RecipeBook, TaskRecipe, load_recipes
+from ehrbench.dq.score import score_task
+from ehrbench.dq.tasks import WrittenTask, write_oracle, write_task
+from ehrbench.errors import ValidationError
+from ehrbench.settings import DataLayout, DqSettings
+from ehrbench.transform import DbtRun, run_dbt
+
+
+@flow(name="inject-errors")
+def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int,
+                  settings: DqSettings) -> tuple[DbtRun, dict]:
+    """Returns the dbt run and the manifest's `dq` entry: recipes, extract size, tasks, calibration scores."""
+    logger = get_run_logger()
+    recipes = load_recipes(settings.recipes)
+    run = run_dbt(["build", "--select", "dq"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
+                  vars={**profile_vars, "dq": {"seed": seed, "patients": recipes.extract.patients}},
+                  on_log=logger.info)
+    extract = read_extract(layout.warehouse)
+    dq_dir = build_dir / "dq"
+    written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir)]
+    calibration = [calibrate([e for e in written if e.recipe_id == recipe.id]) for recipe in recipes.tasks]
+    publish_artifacts(written, calibration)
+    failed = [row["task"] for row in calibration if not row["oracle_passed"]]
+    if failed:
+        raise ValidationError(f"the gold labels do not pass their own task(s) {', '.join(failed)}")
+    logger.info("dq: %d tasks, %d clusters", len(written), sum(e.clusters for e in written))
+    return run, manifest_entry(recipes, settings, extract, written, calibration, dq_dir)
+
+
+@task(cache_policy=NONE)  # the extract is a large input; nothing here is worth caching
+def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path) -> list[WrittenTask]:
+    injected = inject_task(extract, recipe, seed)
+    if injected.shortfalls:
+        get_run_logger().warning("task %s: no row qualified for %s", recipe.id, injected.shortfalls)
+    return write_task(injected, dq_dir, seed)
+
+
+@task(cache_policy=NONE)
+def calibrate(variants: list[WrittenTask]) -> dict:
+    """The oracle's score on every variant folder of a task, and the rule-based auditor's (the variants share their
+    data, so it runs once)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        oracle = [score_task(e.folder, write_oracle(e.folder, Path(scratch) / f"{e.task_id}.csv")) for e in variants]
+        flagged = Path(scratch) / "auditor.csv"
+        write_flagged_rows(audit(variants[0].folder / "data"), flagged)
+        auditor = score_task(variants[0].folder, flagged)
+    return {"task": variants[0].recipe_id, "clusters": variants[0].clusters,
+            "oracle_passed": all(score.passed for score in oracle),
+            "auditor_recall": round(auditor.recall, 4), "auditor_precision": round(auditor.precision, 4),
+            "auditor_f1": round(auditor.f1, 4), "auditor_passed": auditor.passed,
+            "auditor_flagged_rows": auditor.flagged_rows, "auditor_recall_by_family": auditor.recall_by_family}
+
+
+def publish_artifacts(written: list[WrittenTask], calibration: list[dict]) -> None:
+    scores = {row["task"]: row for row in calibration}  # per task; its variants share data and labels
+    create_table_artifact(
+        key="dq-tasks",
+        table=[{"task": e.task_id, "families": ", ".join(e.families), "errors": e.clusters,
+                "labelled rows": e.labelled_rows, "oracle passes": scores[e.recipe_id]["oracle_passed"],
+                "rule auditor recall": scores[e.recipe_id]["auditor_recall"],
+                "rule auditor precision": scores[e.recipe_id]["auditor_precision"],
+                "short of rows": ", ".join(f"{k} {v}" for k, v in e.shortfalls.items())}
+               for e in written],
+        description="Data-quality audit tasks: injected errors (clusters), the gold's own score and the rule-based "
+                    "reference auditor's (range, unit, duplicate, cross-table, temporal and reference checks)")
+
+
+def manifest_entry(recipes: RecipeBook, settings: DqSettings, extract: Tables, written: list[WrittenTask],
+                   calibration: list[dict], dq_dir: Path) -> dict:
+    return {"recipes": str(settings.recipes) if settings.recipes else "default",
+            "recipe_book": recipes.model_dump(),
+            "extract_rows": {table: len(frame) for table, frame in extract.items()},
+            "tasks": [entry.to_dict(dq_dir.parent) for entry in written],
+            "calibration": calibration}

@@ -1,0 +1,143 @@
+"""One task's copy of the audit extract while errors are injected into it, and the labels they leave.
+
+An error is committed as a list of changes, all rows of its cluster: rows whose field was corrupted, rows inserted,
+and evidence rows left as they are (the rows that make the error visible, e.g. the prostate diagnosis of a patient
+whose sex was flipped). Every row of a committed error is claimed: a later error never mutates it or uses it as
+evidence, so each label keeps its meaning."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ehrbench.dq.extract import CODE_COLUMN, DATE_FORMAT, ROW_ID, TIME_FORMAT, Tables, sort_rows, with_row_ids
+
+Role = Literal["corrupted", "inserted", "evidence"]
+
+
+@dataclass(frozen=True)
+class Change:
+    table: str
+    row_id: str
+    role: Role
+    field: str | None = None
+    original_value: str | None = None
+    corrupted_value: str | None = None
+    row: dict | None = None  # the whole new row, for an inserted one
+
+
+@dataclass(frozen=True)
+class Label:
+    table: str
+    row_id: str
+    cluster_id: str
+    family: str
+    subtype: str
+    role: Role
+    field: str | None
+    original_value: str | None
+    corrupted_value: str | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Corruption:
+    def __init__(self, tables: Tables, task_id: str) -> None:
+        self.tables = {name: frame.copy() for name, frame in tables.items()}
+        self.task_id = task_id
+        self.labels: list[Label] = []
+        self.clusters = 0
+        self._claimed: dict[str, set[str]] = {name: set() for name in tables}
+        self._inserted: dict[str, list[dict]] = {name: [] for name in tables}
+        self._precision: dict[tuple[str, str], int] = {}
+
+    def available(self, table: str, patients: set[str] | None = None) -> pd.DataFrame:
+        """The table's pristine rows not yet part of an error (of the patients in scope, when given)."""
+        frame = self.tables[table]
+        keep = ~frame.index.isin(self._claimed[table])
+        if patients is not None and "patient_id" in frame.columns:
+            keep &= frame["patient_id"].isin(patients)
+        return frame[keep]
+
+    def precision(self, table: str, code: str) -> int:
+        """Decimals of a code's values in the source (a heart rate is whole, a creatinine has one decimal), so that
+        a changed value is written as a real one would be."""
+        if (table, code) not in self._precision:
+            frame = self.tables[table]
+            values = frame.loc[frame[CODE_COLUMN[table]] == code, "value"].dropna()
+            self._precision[(table, code)] = min(max((decimals(v) for v in values), default=1), 3)
+        return self._precision[(table, code)]
+
+    def has_row(self, table: str, row_id: str) -> bool:
+        """Whether a pristine or inserted row has this id (an inserted row must not repeat one)."""
+        return row_id in self.tables[table].index or any(r[ROW_ID] == row_id for r in self._inserted[table])
+
+    def is_claimed(self, table: str, row_id: str) -> bool:
+        return row_id in self._claimed[table]
+
+    def new_row(self, table: str, values: dict) -> Change:
+        """An inserted row (its id hashed from its own values, as a pristine row's), ready to commit."""
+        frame = self.tables[table]
+        row = {column: values.get(column) for column in frame.columns if column != ROW_ID}
+        identified = with_row_ids(table, pd.DataFrame([row], columns=list(row), dtype=object))
+        return Change(table, identified.index[0], "inserted", row=row)
+
+    def commit(self, family: str, subtype: str, changes: list[Change]) -> str:
+        """Apply one error's changes and label its cluster; returns the cluster id."""
+        for change in changes:
+            if change.role != "inserted" and self.is_claimed(change.table, change.row_id):
+                raise AssertionError(f"{change.table} row {change.row_id} is already part of an error")
+        self.clusters += 1
+        cluster_id = f"{self.task_id}-{self.clusters:03d}"
+        for change in changes:
+            if change.role == "corrupted":
+                self.tables[change.table].at[change.row_id, change.field] = change.corrupted_value
+            elif change.role == "inserted":
+                self._inserted[change.table].append({ROW_ID: change.row_id, **change.row})
+            self._claimed[change.table].add(change.row_id)
+            self.labels.append(Label(change.table, change.row_id, cluster_id, family, subtype, change.role,
+                                     change.field, change.original_value, change.corrupted_value))
+        return cluster_id
+
+    def result(self) -> Tables:
+        """The corrupted tables, inserted rows among their neighbours."""
+        out = {}
+        for name, frame in self.tables.items():
+            if self._inserted[name]:
+                added = pd.DataFrame(self._inserted[name], columns=frame.columns, dtype=object)
+                added.index = pd.Index(added[ROW_ID])
+                frame = pd.concat([frame, added])
+                if frame.index.has_duplicates:
+                    raise AssertionError(f"{name}: an inserted row has the id of another row")
+            out[name] = sort_rows(name, frame)
+        return out
+
+
+# --- cell values are text: numbers keep their source precision, times their format ---
+
+def decimals(text: str) -> int:
+    """Decimals that carry information: a whole number written `67.0` has none."""
+    fraction = text.split(".", 1)[1] if "." in text else ""
+    return len(fraction) if fraction.strip("0") else 0
+
+
+def number(value: float, places: int) -> str:
+    """`value` rounded to `places` decimals, written as the extract writes numbers (`82.0`, `7.35`)."""
+    return f"{round(value, places):.{max(places, 1)}f}"
+
+
+def moved(text: str, delta: timedelta) -> str:
+    fmt = TIME_FORMAT if len(text) > 10 else DATE_FORMAT
+    return (datetime.strptime(text, fmt) + delta).strftime(fmt)
+
+
+def pick(rng: np.random.Generator, frame: pd.DataFrame) -> pd.Series | None:
+    """One row of `frame` drawn with `rng`, or None when it is empty."""
+    if frame.empty:
+        return None
+    return frame.iloc[int(rng.integers(len(frame)))]

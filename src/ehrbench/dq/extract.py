@@ -1,0 +1,84 @@
+"""The pristine audit extract: dbt's `dq__mimic_iv` tables (neutral names, shifted times) read as text, each row
+given its id. Every cell is the text the agent-visible CSV holds (None for an empty cell), so that row ids, injected
+values and the written files agree without a second formatting step."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from ehrbench.dq.row_ids import row_id
+from ehrbench.warehouse import connect
+
+EXTRACT_SCHEMA = "dq__mimic_iv"
+ROW_ID = "_row_id"
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+DATE_FORMAT = "%Y-%m-%d"
+
+# The extract's tables in the order they are described to auditors, each with the columns its rows are sorted by
+# (inserted rows then sit among their neighbours, not at the end of the file).
+TABLE_ORDER: dict[str, tuple[str, ...]] = {
+    "patients": ("patient_id",),
+    "admissions": ("patient_id", "admit_time", "admission_id"),
+    "icu_stays": ("patient_id", "in_time", "stay_id"),
+    "diagnoses": ("patient_id", "admission_id", "sequence"),
+    "lab_tests": ("test_code",),
+    "lab_results": ("patient_id", "charted_at", "test_code"),
+    "chart_items": ("item_code",),
+    "chart_observations": ("patient_id", "charted_at", "item_code"),
+    "medication_orders": ("patient_id", "start_time", "drug"),
+}
+
+# The measurement tables and the column naming what was measured.
+CODE_COLUMN = {"lab_results": "test_code", "chart_observations": "item_code"}
+
+Tables = dict[str, pd.DataFrame]
+
+
+def read_extract(warehouse: Path) -> Tables:
+    """Every extract table as text cells, indexed and led by its row id."""
+    tables: Tables = {}
+    with connect(warehouse, read_only=True) as con:
+        for table, order in TABLE_ORDER.items():
+            columns = con.execute(
+                "select column_name, data_type from information_schema.columns "
+                "where table_schema = ? and table_name = ? order by ordinal_position",
+                [EXTRACT_SCHEMA, table]).fetchall()
+            if not columns:
+                raise FileNotFoundError(f"{warehouse}: no table {EXTRACT_SCHEMA}.{table}; run `dbt build --select dq`")
+            cells = ", ".join(_as_text(name, kind) for name, kind in columns)
+            rows = con.execute(f'select {cells} from {EXTRACT_SCHEMA}."{table}" '
+                               f"order by {', '.join(order)}").fetchall()
+            frame = pd.DataFrame(rows, columns=[name for name, _ in columns], dtype=object)
+            tables[table] = with_row_ids(table, frame)
+    return tables
+
+
+def _as_text(column: str, kind: str) -> str:
+    if kind.startswith("TIMESTAMP"):
+        return f"strftime(\"{column}\", '{TIME_FORMAT}') as \"{column}\""
+    if kind == "DATE":
+        return f"strftime(\"{column}\", '{DATE_FORMAT}') as \"{column}\""
+    return f'cast("{column}" as varchar) as "{column}"'
+
+
+def with_row_ids(table: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` led by a `_row_id` column (also its index). Identical rows (the source has some) get the occurrence
+    number appended to the hashed values, so every id in a table is unique."""
+    seen: Counter = Counter()
+    ids = []
+    for values in frame.itertuples(index=False, name=None):
+        seen[values] += 1
+        ids.append(row_id(table, values if seen[values] == 1 else (*values, seen[values])))
+    frame = frame.copy()
+    frame.insert(0, ROW_ID, ids)
+    frame.index = pd.Index(ids, name=None)
+    return frame
+
+
+def sort_rows(table: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the table's order (by text, then row id: the same order for the same rows, whatever their history)."""
+    keys = [*TABLE_ORDER[table], ROW_ID]
+    return frame.sort_values(keys, na_position="first", kind="mergesort")

@@ -1,0 +1,171 @@
+"""Audit task folders of a build: `dq/<task_id>/` (base variant) and `dq/<task_id>_clues/`, each with the
+agent-visible `instruction.md` and `data/<table>.csv.gz`, and the hidden `gold/labels.parquet` and `gold/task.json`.
+
+Files are byte-reproducible (text cells as read, rows in table order, gzip without a timestamp, labels sorted).
+After writing, every folder is read back: each label's row must exist and its field hold the corrupted value, and
+no agent-visible file may name a source dataset — else the build fails."""
+
+from __future__ import annotations
+
+import filecmp
+import gzip
+import io
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ehrbench.dq.corruption import Label
+from ehrbench.dq.extract import ROW_ID
+from ehrbench.dq.inject import InjectedTask
+from ehrbench.dq.instructions import FORBIDDEN_NAMES, instruction
+from ehrbench.errors import ValidationError
+
+VARIANTS = ("base", "clues")
+LABEL_SCHEMA = pa.schema([(name, pa.string()) for name in (
+    "table", "row_id", "cluster_id", "family", "subtype", "role", "field", "original_value", "corrupted_value")])
+
+
+@dataclass(frozen=True)
+class WrittenTask:
+    task_id: str  # the folder name: the recipe's task id, `_clues` appended for that variant
+    recipe_id: str
+    variant: str
+    folder: Path
+    families: list[str]
+    clusters: int
+    labelled_rows: int
+    shortfalls: dict[str, int]
+
+    def to_dict(self, root: Path) -> dict:
+        return {"task_id": self.task_id, "recipe": self.recipe_id, "variant": self.variant,
+                "folder": str(self.folder.relative_to(root)), "families": self.families, "clusters": self.clusters,
+                "labelled_rows": self.labelled_rows, "shortfalls": self.shortfalls}
+
+
+def folder_name(recipe_id: str, variant: str) -> str:
+    return recipe_id if variant == "base" else f"{recipe_id}_{variant}"
+
+
+def write_task(injected: InjectedTask, dq_dir: Path, seed: int) -> list[WrittenTask]:
+    """Both variants of one injected task; the clues variant copies the base variant's data files."""
+    task = injected.task
+    base = dq_dir / folder_name(task.id, "base")
+    if base.exists():
+        raise FileExistsError(f"{base}: a task folder of that name exists already")
+    (base / "data").mkdir(parents=True)
+    described = {}
+    for table, frame in injected.tables.items():
+        _write_csv(frame, base / "data" / f"{table}.csv.gz")
+        described[table] = (len(frame), [c for c in frame.columns if c != ROW_ID])
+    clues: dict[str, list[str]] = {}
+    for label in injected.labels:
+        if label.role != "evidence":
+            touched = clues.setdefault(label.subtype, [])
+            if label.table not in touched:
+                touched.append(label.table)
+    written = []
+    for variant in VARIANTS:
+        folder = dq_dir / folder_name(task.id, variant)
+        if variant != "base":
+            shutil.copytree(base / "data", folder / "data")
+        (folder / "instruction.md").write_text(
+            instruction(task.families, described, {s: sorted(t) for s, t in clues.items()} if variant == "clues"
+                        else None))
+        (folder / "gold").mkdir()
+        _write_labels(injected.labels, folder / "gold" / "labels.parquet")
+        entry = WrittenTask(folder.name, task.id, variant, folder, task.families, injected.clusters,
+                            len(injected.labels), injected.shortfalls)
+        (folder / "gold" / "task.json").write_text(json.dumps(
+            {**entry.to_dict(dq_dir), "seed": seed, "recipe": task.model_dump()}, indent=2, sort_keys=True) + "\n")
+        if variant == "base":
+            verify_task(folder, injected.labels)
+        else:
+            verify_copy(folder, base)
+        written.append(entry)
+    return written
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    text = frame.to_csv(index=False, lineterminator="\n")
+    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as out:
+        out.write(text.encode())
+
+
+def _write_labels(labels: list[Label], path: Path) -> None:
+    rows = sorted((label.to_dict() for label in labels), key=lambda r: (r["cluster_id"], r["table"], r["row_id"]))
+    table = pa.Table.from_pylist(rows, schema=LABEL_SCHEMA)
+    pq.write_table(table, path)
+
+
+def read_task_tables(folder: Path) -> dict[str, pd.DataFrame]:
+    """A task's agent-visible tables as text ('' for an empty cell), by file name."""
+    return {path.name.removesuffix(".csv.gz"):
+            pd.read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
+            for path in sorted((folder / "data").glob("*.csv.gz"))}
+
+
+def verify_task(folder: Path, labels: list[Label]) -> None:
+    """Read the written folder back: unique row ids, every label's row present with its corrupted value, no
+    forbidden name. Raises ValidationError naming the first problems."""
+    tables = read_task_tables(folder)
+    problems = []
+    rows: dict[str, dict[str, int]] = {}  # table -> row id -> position
+    for name, frame in tables.items():
+        rows[name] = {row_id: at for at, row_id in enumerate(frame[ROW_ID].tolist())}
+        if len(rows[name]) < len(frame):
+            problems.append(f"{name}: repeated {ROW_ID} {frame.loc[frame[ROW_ID].duplicated(), ROW_ID].iloc[0]}")
+    for label in labels:
+        at = rows.get(label.table, {}).get(label.row_id)
+        if at is None:
+            problems.append(f"{label.cluster_id}: {label.table} has no row {label.row_id}")
+            continue
+        written = tables[label.table][label.field].iat[at] if label.role != "evidence" else None
+        if label.role != "evidence" and written != (label.corrupted_value or ""):
+            problems.append(f"{label.cluster_id}: {label.table} row {label.row_id} {label.field} is {written!r}, "
+                            f"expected {label.corrupted_value!r}")
+    problems += forbidden_names(folder)
+    if problems:
+        raise ValidationError(f"{folder}: {len(problems)} problem(s) in the written audit task: "
+                              + "; ".join(problems[:5]))
+
+
+def verify_copy(folder: Path, base: Path) -> None:
+    """A variant folder holds the base variant's data files byte for byte, and names no source dataset."""
+    problems = [f"data/{path.name} differs from {base.name}'s" for path in sorted((base / "data").glob("*"))
+                if not filecmp.cmp(path, folder / "data" / path.name, shallow=False)]
+    problems += forbidden_names(folder, data=False)
+    if problems:
+        raise ValidationError(f"{folder}: {len(problems)} problem(s) in the written audit task: "
+                              + "; ".join(problems[:5]))
+
+
+def forbidden_names(folder: Path, data: bool = True) -> list[str]:
+    """Agent-visible places (paths, instruction, headers and cells) that name a source dataset or project."""
+    found = []
+    visible = [folder / "instruction.md", *(sorted((folder / "data").glob("*")) if data else [])]
+    for path in visible:
+        text = path.relative_to(folder.parent.parent).as_posix().encode()
+        if path.is_file():
+            raw = path.read_bytes()
+            text += b"\n" + (gzip.decompress(raw) if path.name.endswith(".gz") else raw)
+        lowered = text.lower()  # bytes: ASCII case folding, enough for these ASCII names
+        found += [f"{path.relative_to(folder)} names {name!r}" for name in FORBIDDEN_NAMES
+                  if name.encode() in lowered]
+    return found
+
+
+def write_oracle(folder: Path, path: Path) -> Path:
+    """The gold submission of a task (every labelled row): it must pass."""
+    labels = pq.read_table(folder / "gold" / "labels.parquet", columns=["table", "row_id"]).to_pylist()
+    buffer = io.StringIO()
+    buffer.write("table,_row_id\n")
+    for pair in sorted({(label["table"], label["row_id"]) for label in labels}):
+        buffer.write(",".join(pair) + "\n")
+    path.write_text(buffer.getvalue())
+    return path
+
