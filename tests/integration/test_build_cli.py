@@ -434,6 +434,12 @@ def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(first_build,
     expected = sorted([*recipes, *(f"{r}_clues" for r in recipes)])
     assert sorted(p.name for p in (folder / "dq").iterdir()) == expected
     assert all(row["oracle_passed"] for row in entry["calibration"])
+    # the rule-based auditor finds every rule-visible family on the real extract, and by design no demographic
+    # contradiction (that takes clinical reasoning)
+    recall = {row["task"]: row["auditor_recall_by_family"] for row in entry["calibration"]}
+    for family in ("impossible_values", "inconsistency", "temporal_violation", "orphan_reference"):
+        assert recall[family] == {family: 1.0}
+    assert recall["demographic_contradiction"] == {"demographic_contradiction": 0.0}
     assert manifest["stages"]["dq"]["seconds"] > 0
 
     listing = run_cli(["dq", "tasks", "--data-dir", str(data_dir)], {**os.environ, "DO_NOT_TRACK": "1"})

@@ -5,31 +5,14 @@ from __future__ import annotations
 
 import csv
 import gzip
-import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from ehrbench.dq.auditor import CHECKS, Finding, audit, flagged_rows, write_flagged_rows
 from ehrbench.dq.score import read_submission
+from tests.unit.dq_columns import COLUMNS
 
-WAREHOUSE = Path(__file__).resolve().parents[2] / "data" / "warehouse.duckdb"
-SCHEMA = "dq__mimic_iv"
-COLUMNS = {
-    "patients": ["patient_id", "sex", "birth_date", "death_date"],
-    "admissions": ["admission_id", "patient_id", "admit_time", "discharge_time", "admission_type",
-                   "admission_location", "discharge_location", "insurance", "marital_status", "age_at_admission"],
-    "icu_stays": ["stay_id", "patient_id", "admission_id", "first_care_unit", "last_care_unit", "in_time", "out_time"],
-    "diagnoses": ["patient_id", "admission_id", "sequence", "icd_code", "icd_version", "description"],
-    "lab_tests": ["test_code", "name", "fluid", "category"],
-    "lab_results": ["patient_id", "admission_id", "test_code", "charted_at", "value", "unit", "ref_low", "ref_high",
-                    "flag", "priority"],
-    "chart_items": ["item_code", "name", "abbreviation", "category", "unit", "low_normal", "high_normal"],
-    "chart_observations": ["patient_id", "admission_id", "stay_id", "item_code", "charted_at", "value", "unit"],
-    "medication_orders": ["patient_id", "admission_id", "start_time", "stop_time", "drug_type", "drug",
-                          "product_strength", "dose", "dose_unit", "route"],
-}
 P1, P2 = "10000001", "10000002"
 A1, A2 = "20000001", "20000002"  # A1 is P1's admission, A2 is P2's
 DAY = "2150-01-02"
@@ -239,39 +222,3 @@ def test_written_flagged_rows_read_back_as_the_same_pairs(tmp_path):
                                                               ("patients", "00000000000000cd")}
     write_flagged_rows([], path)
     assert read_submission(path).rows == set()
-
-
-@pytest.mark.integration
-def test_pristine_extract_is_audited_quickly_and_mostly_left_alone(tmp_path, record_property):
-    if not WAREHOUSE.is_file():
-        pytest.skip(f"no warehouse at {WAREHOUSE}; build it to audit the pristine extract")
-    duckdb = pytest.importorskip("duckdb")
-    data = tmp_path / "data"
-    data.mkdir()
-    con = duckdb.connect(str(WAREHOUSE), read_only=True)
-    try:
-        present = {row[0] for row in con.execute(
-            "select table_name from information_schema.tables where table_schema = ?", [SCHEMA]).fetchall()}
-        if not present:
-            pytest.skip(f"no {SCHEMA} schema in {WAREHOUSE}; build the audit extract first")
-        sizes = {}
-        for table in sorted(present & set(COLUMNS)):
-            sizes[table] = con.execute(f'select count(*) from {SCHEMA}."{table}"').fetchone()[0]
-            target = str(data / f"{table}.csv.gz").replace("'", "''")
-            con.execute(f"""copy (select printf('%016x', row_number() over () - 1) as _row_id, *
-                            from {SCHEMA}."{table}") to '{target}' (header, compression gzip)""")
-    finally:
-        con.close()
-
-    started = time.perf_counter()
-    findings = audit(data)
-    seconds = time.perf_counter() - started
-    rows = flagged_rows(findings)
-    by_check = {check: len({(f.table, f.row_id) for f in findings if f.check == check}) for check in CHECKS}
-    by_table = Counter(table for table, _ in rows)
-    share = len(rows) / sum(sizes.values())
-    report = f"{len(rows)} of {sum(sizes.values())} rows ({share:.2%}) in {seconds:.2f}s; rows by check {by_check}; " \
-             f"by table {dict(sorted(by_table.items()))}"
-    record_property("pristine_audit", report)
-    print(report)
-    assert share < 0.02, report

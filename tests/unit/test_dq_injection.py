@@ -29,22 +29,9 @@ from ehrbench.dq.row_ids import row_id
 from ehrbench.dq.score import score_task
 from ehrbench.dq.tasks import forbidden_names, verify_task, write_oracle, write_task
 from ehrbench.errors import ValidationError
+from tests.unit.dq_columns import COLUMNS
 
 FACTS = load_facts()
-COLUMNS = {
-    "patients": ["patient_id", "sex", "birth_date", "death_date"],
-    "admissions": ["admission_id", "patient_id", "admit_time", "discharge_time", "admission_type",
-                   "admission_location", "discharge_location", "insurance", "marital_status", "age_at_admission"],
-    "icu_stays": ["stay_id", "patient_id", "admission_id", "first_care_unit", "last_care_unit", "in_time", "out_time"],
-    "diagnoses": ["patient_id", "admission_id", "sequence", "icd_code", "icd_version", "description"],
-    "lab_tests": ["test_code", "name", "fluid", "category"],
-    "lab_results": ["patient_id", "admission_id", "test_code", "charted_at", "value", "unit", "ref_low", "ref_high",
-                    "flag", "priority"],
-    "chart_items": ["item_code", "name", "abbreviation", "category", "unit", "low_normal", "high_normal"],
-    "chart_observations": ["patient_id", "admission_id", "stay_id", "item_code", "charted_at", "value", "unit"],
-    "medication_orders": ["patient_id", "admission_id", "start_time", "stop_time", "drug_type", "drug",
-                          "product_strength", "dose", "dose_unit", "route"],
-}
 P1, P2, P3 = "10000032", "10000084", "10000117"  # P1 male (prostate diagnosis, finasteride), P3 female
 ADMISSIONS = {  # id: patient, admit, discharge, age (ids sparse, as in the source)
     "21000012": (P1, "2150-01-02 08:00:00", "2150-01-09 12:00:00", "71"),
