@@ -207,12 +207,37 @@ def dq_score(
     typer.echo(json.dumps(result.to_dict()))
 
 
+@dq_app.command("audit")
+def dq_audit(
+    task_dir: Annotated[Path, typer.Argument(help="A task folder (its data/ is audited) or a data folder.")],
+    out: Annotated[Path, typer.Option(help="Where to write the flagged rows (table,_row_id).")] = Path(
+        "flagged_rows.csv"),
+) -> None:
+    """Run the rule-based reference auditor (plausible bands, units, near-duplicates, lab/chart disagreement,
+    temporal order, references) and write its flagged_rows.csv: a baseline submission for `dq score`."""
+    from collections import Counter
+
+    from ehrbench.dq.auditor import audit, flagged_rows, write_flagged_rows
+
+    data = task_dir / "data" if (task_dir / "data").is_dir() else task_dir
+    if not any(data.glob("*.csv*")):
+        _err.print(f"[bold red]ehrbench: error:[/] {data}: no tables (*.csv.gz); expected a task folder with data/",
+                   soft_wrap=True, highlight=False)
+        raise typer.Exit(1)
+    findings = audit(data)
+    write_flagged_rows(findings, out)
+    by_check = ", ".join(f"{check} {n}" for check, n in sorted(Counter(f.check for f in findings).items()))
+    typer.echo(f"{len(flagged_rows(findings))} rows flagged ({by_check or 'nothing found'}) -> {out}")
+
+
 @dq_app.command("tasks")
 def dq_tasks(
     build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
     data_dir: DataDir = None,
 ) -> None:
-    """List the data-quality tasks of a build (folders dq/<task_id>/ with an instruction.md)."""
+    """List the data-quality tasks of a build: task id, errors injected, families, folder (one line each)."""
+    import json
+
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
     folder = layout.build_folder(build)
     tasks = sorted(p.parent for p in (folder / "dq").glob("*/instruction.md"))
@@ -220,7 +245,10 @@ def dq_tasks(
         _err.print(f"no data-quality tasks in {folder.resolve()} (dq/<task_id>/instruction.md)")
         return
     for task in tasks:
-        typer.echo(task.resolve())
+        meta = task / "gold" / "task.json"
+        about = json.loads(meta.read_text()) if meta.is_file() else {}
+        typer.echo(f"{task.name}\t{about.get('clusters', '?')}\t{','.join(about.get('families', []))}\t"
+                   f"{task.resolve()}")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -443,7 +443,22 @@ def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(first_build,
     assert manifest["stages"]["dq"]["seconds"] > 0
 
     listing = run_cli(["dq", "tasks", "--data-dir", str(data_dir)], {**os.environ, "DO_NOT_TRACK": "1"})
-    assert listing.returncode == 0 and len(listing.stdout.split()) == len(expected), listing.stderr
+    assert listing.returncode == 0, listing.stderr
+    listed = [line.split("\t") for line in listing.stdout.splitlines()]
+    assert sorted(row[0] for row in listed) == expected
+    assert {row[0]: int(row[1]) for row in listed}["combined"] == next(
+        t["clusters"] for t in entry["tasks"] if t["task_id"] == "combined")
+
+    # the reference auditor from the command line: its submission scores as the build's calibration did
+    flagged = tmp_path / "auditor.csv"
+    audited = run_cli(["dq", "audit", str(folder / "dq" / "inconsistency"), "--out", str(flagged)],
+                      {**os.environ, "DO_NOT_TRACK": "1"})
+    assert audited.returncode == 0 and flagged.is_file(), audited.stderr
+    scored = json.loads(run_cli(["dq", "score", str(folder / "dq" / "inconsistency"), str(flagged)],
+                                {**os.environ, "DO_NOT_TRACK": "1"}).stdout)
+    calibrated = next(row for row in entry["calibration"] if row["task"] == "inconsistency")
+    assert (round(scored["recall"], 4), scored["flagged_rows"]) == (calibrated["auditor_recall"],
+                                                                    calibrated["auditor_flagged_rows"])
 
     for task in expected:
         task_dir = folder / "dq" / task

@@ -222,3 +222,22 @@ def test_written_flagged_rows_read_back_as_the_same_pairs(tmp_path):
                                                               ("patients", "00000000000000cd")}
     write_flagged_rows([], path)
     assert read_submission(path).rows == set()
+
+
+def test_the_audit_command_writes_a_submission_of_the_flagged_rows(tmp_path):
+    from typer.testing import CliRunner
+
+    from ehrbench.cli import app
+
+    tables = base()
+    tables["chart_observations"] = [chart("hr_ok", "220045", "10:00:00", "80.0", "bpm"),
+                                    chart("hr_extreme", "220045", "11:00:00", "350.0", "bpm")]
+    write_folder(tmp_path / "task" / "data", tables)
+    out = tmp_path / "flagged.csv"
+    result = CliRunner().invoke(app, ["dq", "audit", str(tmp_path / "task"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 rows flagged (range 1)" in result.output
+    assert read_submission(out).rows == {("chart_observations", "hr_extreme")}
+
+    empty = CliRunner().invoke(app, ["dq", "audit", str(tmp_path / "nothing"), "--out", str(out)])
+    assert empty.exit_code == 1 and "no tables" in empty.output

@@ -54,7 +54,7 @@ class Corruption:
         self.clusters = 0
         self._claimed: dict[str, set[str]] = {name: set() for name in tables}
         self._inserted: dict[str, list[dict]] = {name: [] for name in tables}
-        self._precision: dict[tuple[str, str], int] = {}
+        self._precision: dict[str, dict[str, int]] = {}  # table -> code -> decimals
 
     def available(self, table: str, patients: set[str] | None = None) -> pd.DataFrame:
         """The table's pristine rows not yet part of an error (of the patients in scope, when given)."""
@@ -65,13 +65,13 @@ class Corruption:
         return frame[keep]
 
     def precision(self, table: str, code: str) -> int:
-        """Decimals of a code's values in the source (a heart rate is whole, a creatinine has one decimal), so that
-        a changed value is written as a real one would be."""
-        if (table, code) not in self._precision:
+        """Decimals of a code's values in the source (a heart rate is whole, a creatinine has one decimal; at most
+        3), so that a changed value is written as a real one would be."""
+        if table not in self._precision:
             frame = self.tables[table]
-            values = frame.loc[frame[CODE_COLUMN[table]] == code, "value"].dropna()
-            self._precision[(table, code)] = min(max((decimals(v) for v in values), default=1), 3)
-        return self._precision[(table, code)]
+            fraction = frame["value"].dropna().str.partition(".")[2].str.rstrip("0").str.len()
+            self._precision[table] = fraction.groupby(frame[CODE_COLUMN[table]]).max().clip(upper=3).to_dict()
+        return int(self._precision[table].get(code, 1))
 
     def has_row(self, table: str, row_id: str) -> bool:
         """Whether a pristine or inserted row has this id (an inserted row must not repeat one)."""
@@ -105,7 +105,7 @@ class Corruption:
         return cluster_id
 
     def result(self) -> Tables:
-        """The corrupted tables, inserted rows among their neighbours."""
+        """The corrupted tables, inserted rows among their neighbours (the extract's rows are in table order)."""
         out = {}
         for name, frame in self.tables.items():
             if self._inserted[name]:
@@ -114,7 +114,8 @@ class Corruption:
                 frame = pd.concat([frame, added])
                 if frame.index.has_duplicates:
                     raise AssertionError(f"{name}: an inserted row has the id of another row")
-            out[name] = sort_rows(name, frame)
+                frame = sort_rows(name, frame)
+            out[name] = frame
         return out
 
 

@@ -41,7 +41,7 @@ def read_extract(warehouse: Path) -> Tables:
     """Every extract table as text cells, indexed and led by its row id."""
     tables: Tables = {}
     with connect(warehouse, read_only=True) as con:
-        for table, order in TABLE_ORDER.items():
+        for table in TABLE_ORDER:
             columns = con.execute(
                 "select column_name, data_type from information_schema.columns "
                 "where table_schema = ? and table_name = ? order by ordinal_position",
@@ -49,10 +49,10 @@ def read_extract(warehouse: Path) -> Tables:
             if not columns:
                 raise FileNotFoundError(f"{warehouse}: no table {EXTRACT_SCHEMA}.{table}; run `dbt build --select dq`")
             cells = ", ".join(_as_text(name, kind) for name, kind in columns)
-            rows = con.execute(f'select {cells} from {EXTRACT_SCHEMA}."{table}" '
-                               f"order by {', '.join(order)}").fetchall()
+            # in a stable order for the ids of identical rows; sort_rows then gives the table order
+            rows = con.execute(f'select {cells} from {EXTRACT_SCHEMA}."{table}" order by all').fetchall()
             frame = pd.DataFrame(rows, columns=[name for name, _ in columns], dtype=object)
-            tables[table] = with_row_ids(table, frame)
+            tables[table] = sort_rows(table, with_row_ids(table, frame))
     return tables
 
 

@@ -92,7 +92,7 @@ def write_task(injected: InjectedTask, dq_dir: Path, seed: int) -> list[WrittenT
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     text = frame.to_csv(index=False, lineterminator="\n")
-    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as out:
+    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=4) as out:
         out.write(text.encode())
 
 
