@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
+from ehrbench.dq.recipes import load_recipes
 from ehrbench.manifest import StageTiming, assemble_manifest
 from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
 from ehrbench.publish import discard, new_build_id, staging_dir
@@ -66,6 +67,7 @@ def build_benchmark(
         mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
         start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
         questions=questions, dq=dq)
+    load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
     dbt_vars = profile_vars(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
                             start_year=parameters.start_year, time_span=parameters.time_span)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())

@@ -57,6 +57,14 @@ def build(
     # belongs under the data directory, not the user's home.
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    if dq_recipes:  # a broken recipe file fails before any stage runs
+        from ehrbench.dq.recipes import load_recipes
+
+        try:
+            load_recipes(dq_recipes)
+        except (FileNotFoundError, ValueError) as exc:
+            _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
+            raise typer.Exit(2) from None
     from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
 
     try:

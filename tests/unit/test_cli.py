@@ -60,3 +60,16 @@ def test_build_with_an_unreachable_prefect_api_is_a_one_line_error(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("ehrbench: error:")]
     assert len(errors) == 1 and url in errors[0] and "make server" in errors[0]
     assert not (tmp_path / "data" / "benchmarks").exists()
+
+
+def test_build_with_a_broken_recipe_file_fails_before_any_stage(tmp_path):
+    recipes = tmp_path / "recipes.yaml"
+    recipes.write_text("tasks:\n  - id: mine\n    recipes:\n      - {family: impossible_values, subtypes: [typo], "
+                       "count: 1}\n")
+    for path, expected in ((recipes, "no sub-type 'typo'"), (tmp_path / "absent.yaml", "no recipe file")):
+        result = subprocess.run([EHRBENCH, "build", "--data-dir", str(tmp_path / "data"), "--dq-recipes", str(path)],
+                                env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, result.stderr
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ehrbench: error:")]
+        assert len(errors) == 1 and str(path) in errors[0] and expected in errors[0], result.stderr
+    assert not (tmp_path / "data").exists()

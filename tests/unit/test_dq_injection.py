@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from ehrbench.dq.corruption import Change, Corruption, decimals
+from ehrbench.dq.corruption import Change, Corruption
 from ehrbench.dq.extract import CODE_COLUMN, DATE_FORMAT, ROW_ID, TABLE_ORDER, TIME_FORMAT, sort_rows, with_row_ids
 from ehrbench.dq.facts import load_facts
 from ehrbench.dq.inject import inject_task
@@ -32,6 +32,12 @@ from ehrbench.errors import ValidationError
 from tests.unit.dq_columns import COLUMNS
 
 FACTS = load_facts()
+
+
+def decimals(text: str) -> int:
+    """Decimals that carry information: '67.0' has none."""
+    fraction = text.partition(".")[2]
+    return len(fraction) if fraction.strip("0") else 0
 P1, P2, P3 = "10000032", "10000084", "10000117"  # P1 male (prostate diagnosis, finasteride), P3 female
 ADMISSIONS = {  # id: patient, admit, discharge, age (ids sparse, as in the source)
     "21000012": (P1, "2150-01-02 08:00:00", "2150-01-09 12:00:00", "71"),

@@ -121,12 +121,6 @@ class Corruption:
 
 # --- cell values are text: numbers keep their source precision, times their format ---
 
-def decimals(text: str) -> int:
-    """Decimals that carry information: a whole number written `67.0` has none."""
-    fraction = text.split(".", 1)[1] if "." in text else ""
-    return len(fraction) if fraction.strip("0") else 0
-
-
 def number(value: float, places: int) -> str:
     """`value` rounded to `places` decimals, written as the extract writes numbers (`82.0`, `7.35`)."""
     return f"{round(value, places):.{max(places, 1)}f}"
