@@ -52,6 +52,9 @@ def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: dict, seed:
 @task(cache_policy=NONE)  # the extract is a large input; nothing here is worth caching
 def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path) -> list[WrittenTask]:
     injected = inject_task(extract, recipe, seed)
+    if not injected.labels:
+        raise ValidationError(f"audit task {recipe.id}: no error could be injected (no row qualified for "
+                              f"{', '.join(injected.shortfalls)}); widen its tables or patients in scope")
     if injected.shortfalls:
         get_run_logger().warning("task %s: no row qualified for %s", recipe.id, injected.shortfalls)
     return write_task(injected, dq_dir, seed)
