@@ -192,6 +192,68 @@ def questions_check(
     raise typer.Exit(0 if ok else 1)
 
 
+@app.command()
+def evaluate(
+    agent: Annotated[list[str], typer.Option(help="Agent to evaluate (repeatable): oracle, abstain.")] = None,
+    suite: Annotated[list[str], typer.Option(
+        help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all.")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Trials per task (k).")] = 1,
+    limit: Annotated[int | None, typer.Option(min=1, help="Tasks per suite (a seeded sample).")] = None,
+    run_id: Annotated[str | None, typer.Option(
+        help="Run id; an existing one is resumed. Default: a timestamp.")] = None,
+    build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
+    seed: Annotated[int, typer.Option(help="Seed of the task sample.")] = 0,
+    data_dir: DataDir = None,
+) -> None:
+    """Run the evaluate-agents flow; prints the run's results folder (then see `ehrbench metrics`)."""
+    root = (data_dir or default_data_dir()).resolve()
+    os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from flows.evaluate import evaluate_agents
+
+    try:
+        _check_prefect_api()
+        chosen = {"suites": suite, "agents": agent}
+        folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
+                                 **{name: values for name, values in chosen.items() if values})
+    except (EhrbenchError, FileNotFoundError, ValueError) as exc:
+        _err.print(f"[bold red]ehrbench: error:[/] {str(exc).splitlines()[0]}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    typer.echo(folder)
+
+
+@app.command()
+def metrics(
+    run_id: Annotated[str, typer.Option(help="The evaluation run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """The metric table of an evaluation run, per agent and suite (DESIGN §5.6)."""
+    import json
+
+    from ehrbench.evaluation.report import metric_table
+    from ehrbench.evaluation.results import ResultStore
+
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    try:
+        rows = metric_table(ResultStore(layout.results, run_id).folder)
+    except (FileNotFoundError, ValueError) as exc:
+        _err.print(f"[bold red]ehrbench: error:[/] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    from rich.table import Table
+
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else f"{row[c]:.4g}" if isinstance(row.get(c), float)
+                        else str(row[c]) for c in columns))
+    Console(width=max(120, 14 * len(columns))).print(table)
+
+
 dq_app = typer.Typer(help="Data-quality auditing tasks.", no_args_is_help=True)
 app.add_typer(dq_app, name="dq")
 

@@ -112,6 +112,11 @@ class DataLayout(BaseModel):
         return Path(build) if build != "latest" and Path(build).is_dir() else self.benchmarks / build
 
     @property
+    def results(self) -> Path:
+        """Evaluation runs: results/run_id=<id>/part-*.parquet."""
+        return self.root / "results"
+
+    @property
     def dbt_work(self) -> Path:
         """dbt target/ and logs/ per data directory, so two checkouts never share state."""
         return self.root / "dbt"

@@ -496,3 +496,36 @@ def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(first_build,
     scored = run_cli(["dq", "score", str(folder / "dq" / "combined"), str(garbage)], {**os.environ})
     assert scored.returncode == 0
     assert json.loads(scored.stdout)["passed"] is False
+
+
+def test_evaluate_the_baseline_agents_on_every_suite_and_resume(first_build, cli_env):
+    data_dir = first_build["data_dir"]
+    args = ["evaluate", "--agent", "oracle", "--agent", "abstain", "--trials", "2", "--limit", "15", "--run-id",
+            "it", "--data-dir", str(data_dir)]
+    result = run_cli(args, cli_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    assert folder == data_dir / "results" / "run_id=it"
+    parts = sorted(folder.glob("part-*.parquet"))
+    trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet', hive_partitioning = true)").df()
+    # 15 tasks of each question suite + all 12 audit tasks, 2 agents, 2 trials
+    assert len(trials) == 2 * 2 * (3 * 15 + 12) and set(trials["run_id"]) == {"it"}
+    assert (trials["status"] == "completed").all()
+    oracle, abstain = trials[trials["agent"] == "oracle"], trials[trials["agent"] == "abstain"]
+    assert (oracle["reward"] == 1.0).all()  # the harness's self-check: gold scores 100 % on every suite
+    questions = abstain[abstain["suite"] != "dq"]
+    assert ((questions["reward"] == 1.0) == ~questions["is_answerable"].astype(bool)).all()
+    assert (abstain.loc[abstain["suite"] == "dq", "reward"] == 0.0).all()
+
+    metrics = run_cli(["metrics", "--run-id", "it", "--json", "--data-dir", str(data_dir)], cli_env)
+    assert metrics.returncode == 0, metrics.stderr
+    rows = {(r["agent"], r["suite"]): r for r in map(json.loads, metrics.stdout.splitlines())}
+    assert {suite for _, suite in rows} == {"ehrsql", "chatqa", "fhir", "dq"}
+    assert all(rows[("oracle", s)]["success_rate"] == 1.0 and rows[("oracle", s)]["pass^2"] == 1.0
+               for s in ("ehrsql", "chatqa", "fhir", "dq"))
+    assert rows[("oracle", "ehrsql")]["RS(N)"] == 1.0 and rows[("oracle", "fhir")]["retrieval_recall"] == 1.0
+    assert rows[("abstain", "ehrsql")]["F1_ans"] == 0.0
+
+    again = run_cli(args, cli_env)  # same run id: every trial is done, nothing runs again
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(folder.glob("part-*.parquet")) == parts

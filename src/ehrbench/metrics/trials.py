@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from math import comb
 
+PerTask = Callable[[int, int, int], Fraction]  # (n, s, k) -> the task's exact value
+
 
 def _check(n: int, s: int, k: int) -> None:
     if not 0 <= s <= n:
@@ -61,7 +63,7 @@ def success_rate(rewards: Iterable[float]) -> float:
     return sum(rewards) / len(rewards)
 
 
-def _mean_over_tasks(tasks: Sequence[Sequence[float]], k: int, per_task: Callable[[int, int, int], Fraction]) -> Fraction:
+def _mean_over_tasks(tasks: Sequence[Sequence[float]], k: int, per_task: PerTask) -> Fraction:
     if not tasks:
         raise ValueError("no tasks: nothing to average")
     return sum((per_task(len(t), successes(t), k) for t in tasks), Fraction(0)) / len(tasks)

@@ -26,8 +26,8 @@ import pyarrow as pa
 from ehrbench.ehrsql.scoring import format_answer
 from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
 from ehrbench.questions.instantiate import Instance, InstantiationError, instantiate
-from ehrbench.seeding import keyed_rng
 from ehrbench.questions.templates import Template
+from ehrbench.seeding import keyed_rng
 
 
 @dataclass(frozen=True)

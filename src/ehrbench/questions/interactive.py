@@ -45,10 +45,10 @@ from ehrbench.questions.generate import (
     run_sqlite,
 )
 from ehrbench.questions.instantiate import fill_texts, sql_literal
-from ehrbench.seeding import keyed_rng
 from ehrbench.questions.suites import write_once
 from ehrbench.questions.templates import PROFILE_OF, Template, slot_order, time_family
 from ehrbench.renaming import TABLE_NAME_COLUMNS, SchemaRename, rename_sql
+from ehrbench.seeding import keyed_rng
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SUITE = "chatqa"

@@ -39,8 +39,8 @@ from ehrbench.llm import (
 )
 from ehrbench.questions.generate import GeneratedQuestion
 from ehrbench.questions.instantiate import fill_texts
-from ehrbench.seeding import keyed_rng
 from ehrbench.questions.templates import Template
+from ehrbench.seeding import keyed_rng
 
 _TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 _CODE_FENCE = re.compile(r"^```[a-z]*\s*|\s*```$")

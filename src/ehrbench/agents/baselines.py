@@ -1,0 +1,41 @@
+"""Reference agents that need no model. `oracle` answers every task with its gold — every suite must score 100 %,
+the harness's self-check; `abstain` declines everything — the floor of the reliability score and F1."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pyarrow.parquet as pq
+
+from ehrbench.agents.base import AgentAnswer
+from ehrbench.evaluation.tasks import Gold, TaskView
+
+
+class OracleAgent:
+    name = "oracle"
+
+    def __init__(self, gold: Mapping[tuple[str, str], Gold]) -> None:
+        self._gold = gold  # the harness hands the oracle, and only the oracle, the gold of the run's tasks
+
+    def run(self, view: TaskView) -> AgentAnswer:
+        gold = self._gold[(view.suite, view.task_id)]
+        if view.suite == "dq":
+            labels = pq.read_table(gold.dq_task_dir / "gold" / "labels.parquet", columns=["table", "row_id"])
+            return AgentAnswer(flagged_rows=sorted(set(zip(*labels.to_pydict().values(), strict=True))),
+                               transcript=[{"role": "agent", "content": "flagged the labelled rows"}])
+        if not gold.is_answerable:
+            return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])
+        return AgentAnswer(answer_text=gold.answer_text, sql=gold.sql, fhir_ids=gold.fhir_ids,
+                           transcript=[{"role": "agent", "content": gold.answer_text}])
+
+
+class AbstainAgent:
+    name = "abstain"
+
+    def run(self, view: TaskView) -> AgentAnswer:
+        if view.suite == "dq":
+            return AgentAnswer(flagged_rows=[], transcript=[{"role": "agent", "content": "flagged nothing"}])
+        return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])
+
+
+BASELINES = ("oracle", "abstain")

@@ -1,0 +1,66 @@
+"""Trial results as parquet: one part per finished batch under `<results>/run_id=<id>/` (hive-partitioned, so
+DuckDB, pandas and polars read the folder directly), fixed schema, written atomically. A re-run with the same run
+id skips the (agent, suite, task, trial) rows that completed; a killed run loses at most its batch in flight."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TRIAL_SCHEMA = pa.schema([
+    ("build_id", pa.string()), ("suite", pa.string()), ("db", pa.string()), ("task_id", pa.string()),
+    ("trial", pa.int32()), ("agent", pa.string()), ("model", pa.string()),
+    ("status", pa.string()),  # completed | error (an error is re-run on resume)
+    ("reward", pa.float64()), ("correct", pa.bool_()), ("is_answerable", pa.bool_()), ("abstained", pa.bool_()),
+    ("answer", pa.string()), ("predicted_sql", pa.string()),
+    ("retrieval_precision", pa.float64()), ("retrieval_recall", pa.float64()),
+    ("dq_recall", pa.float64()), ("dq_precision", pa.float64()), ("flagged_rows_path", pa.string()),
+    ("tool_calls", pa.int32()), ("user_turns", pa.int32()), ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("error", pa.string()),
+    ("started_at", pa.timestamp("us", tz="UTC")), ("ended_at", pa.timestamp("us", tz="UTC")),
+    ("transcript", pa.string()),  # JSON
+])
+TRIAL_KEY = ("agent", "suite", "task_id", "trial")
+
+
+class ResultStore:
+    def __init__(self, results_root: Path, run_id: str) -> None:
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise ValueError(f"run id {run_id!r}: expected a plain name (no '/', not starting with '.')")
+        self.run_id = run_id
+        self.folder = Path(results_root) / f"run_id={run_id}"
+
+    @property
+    def artifacts(self) -> Path:
+        """Files a trial leaves besides its row (e.g. a data-quality submission)."""
+        return self.folder / "artifacts"
+
+    def parts(self) -> list[Path]:
+        return sorted(self.folder.glob("part-*.parquet"))
+
+    def completed(self) -> set[tuple[str, str, str, int]]:
+        """(agent, suite, task id, trial) of the trials that completed in earlier batches of this run."""
+        if not self.parts():
+            return set()
+        with duckdb.connect() as con:
+            rows = con.execute(f"select distinct {', '.join(TRIAL_KEY)} from read_parquet(?) "
+                               "where status = 'completed'", [[str(p) for p in self.parts()]]).fetchall()
+        return {(agent, suite, task, int(trial)) for agent, suite, task, trial in rows}
+
+    def write(self, rows: list[dict]) -> Path | None:
+        """One batch as a new part (written to a temporary name, then renamed: a reader never sees half a part)."""
+        if not rows:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pylist([{name: row.get(name) for name in TRIAL_SCHEMA.names} for row in rows],
+                                     schema=TRIAL_SCHEMA)
+        path = self.folder / f"part-{len(self.parts()):05d}-{uuid.uuid4().hex[:8]}.parquet"
+        partial = path.with_suffix(".partial")
+        pq.write_table(table, partial)
+        os.replace(partial, path)
+        return path

@@ -1,0 +1,94 @@
+"""The tasks of a build's suites, split into what an agent sees (`TaskView`) and the gold it is scored against
+(`Gold`). Suites: `ehrsql` and `chatqa` (questions over a database), `fhir` (questions over the FHIR resources, with
+resource-id ground truth), `dq` (data-quality audits: the task folder's instruction and data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ehrbench.profiles import BenchmarkDatabase
+from ehrbench.questions.templates import PROFILE_OF
+from ehrbench.seeding import keyed_rng
+
+SUITES = ("ehrsql", "chatqa", "fhir", "dq")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """Everything an agent may read about a task; no gold."""
+
+    suite: str
+    task_id: str
+    db: str | None
+    instruction: str
+    context: str | None = None  # e.g. "Assume the current time is …"
+    database: Path | None = None  # the agent-facing database file (SQL suites)
+    data_dir: Path | None = None  # the agent-visible data folder (dq)
+    fhir_resources: Path | None = None  # the FHIR resources database (fhir)
+
+
+@dataclass(frozen=True)
+class Gold:
+    is_answerable: bool = True
+    answer_text: str | None = None  # the EHRSQL-2024 answer string of the gold rows
+    sql: str | None = None
+    fhir_ids: tuple[str, ...] = ()
+    dq_task_dir: Path | None = None  # holds gold/labels.parquet
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    view: TaskView
+    gold: Gold = field(repr=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.view.suite, self.view.task_id
+
+
+def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | None = None,
+               seed: int = 0) -> list[EvalTask]:
+    """The tasks of `suites` in a build; with `limit`, a seeded sample of that many tasks per suite (the same
+    sample for the same seed, whatever else changes)."""
+    unknown = sorted(set(suites) - set(SUITES))
+    if unknown:
+        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; expected some of {', '.join(SUITES)}")
+    tasks: list[EvalTask] = []
+    for suite in suites:
+        found = _dq_tasks(build_dir) if suite == "dq" else _question_tasks(build_dir, suite)
+        if limit is not None and len(found) > limit:
+            chosen = keyed_rng(seed, "evaluation", suite).choice(len(found), size=limit, replace=False)
+            found = [found[i] for i in sorted(chosen)]
+        tasks += found
+    return tasks
+
+
+def _question_tasks(build_dir: Path, suite: str) -> list[EvalTask]:
+    path = build_dir / "questions" / "questions.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no questions; expected a build folder with questions/questions.parquet")
+    columns = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
+               "gold_sql_duckdb", "fhir_ids"]
+    rows = [r for r in pq.read_table(path, columns=columns).to_pylist() if r["suite"] == suite]
+    tasks = []
+    for row in sorted(rows, key=lambda r: r["question_id"]):
+        profile, database, _ = PROFILE_OF[row["db"]]
+        if suite == "chatqa":
+            profile = "renamed"  # EHR-ChatQA's tasks run on the renamed schema
+        view = TaskView(suite, row["question_id"], row["db"], row["question"], row["context"],
+                        database=BenchmarkDatabase(profile, database).files(build_dir)[0],
+                        fhir_resources=build_dir / "fhir" / "resources.duckdb" if suite == "fhir" else None)
+        gold = Gold(bool(row["is_answerable"]), row["answer_text"], row["gold_sql_duckdb"],
+                    tuple(row["fhir_ids"] or ()))
+        tasks.append(EvalTask(view, gold))
+    return tasks
+
+
+def _dq_tasks(build_dir: Path) -> list[EvalTask]:
+    folders = sorted(p.parent for p in (build_dir / "dq").glob("*/instruction.md"))
+    return [EvalTask(TaskView("dq", folder.name, None, (folder / "instruction.md").read_text(),
+                              data_dir=folder / "data"), Gold(dq_task_dir=folder))
+            for folder in folders]

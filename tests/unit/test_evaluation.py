@@ -1,0 +1,156 @@
+"""The evaluation harness without Prefect: tasks of a build, trials scored per suite, the resumable parquet store
+and the metric table, on hand-made builds and results whose expected values are worked out in comments."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ehrbench.agents.base import AgentAnswer
+from ehrbench.agents.baselines import AbstainAgent, OracleAgent
+from ehrbench.evaluation.report import metric_table
+from ehrbench.evaluation.results import TRIAL_SCHEMA, ResultStore
+from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView, load_tasks
+from ehrbench.evaluation.trial import run_trial
+
+QUESTION_COLUMNS = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
+                    "gold_sql_duckdb", "fhir_ids"]
+
+
+def fake_build(root: Path) -> Path:
+    """A build folder with four questions (ehrsql: two answerable, one not; fhir: one) and one dq task."""
+    build = root / "build"
+    (build / "questions").mkdir(parents=True)
+    rows = [
+        dict(question_id="q1", suite="ehrsql", db="mimic_iv", question="How many?", context=None, is_answerable=True,
+             answer_text="[['3']]", gold_sql_duckdb="select 3", fhir_ids=None),
+        dict(question_id="q2", suite="ehrsql", db="eicu", question="Which?", context=None, is_answerable=True,
+             answer_text="[['a'], ['b']]", gold_sql_duckdb="select 'a' union select 'b'", fhir_ids=None),
+        dict(question_id="q3", suite="ehrsql", db="mimic_iv", question="Will it rain?", context=None,
+             is_answerable=False, answer_text=None, gold_sql_duckdb=None, fhir_ids=None),
+        dict(question_id="f1", suite="fhir", db="mimic_iv", question="Last lab?", context="Assume now.",
+             is_answerable=True, answer_text="[['1.2']]", gold_sql_duckdb="select 1.2", fhir_ids=["id-a", "id-b"]),
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), build / "questions" / "questions.parquet")
+    task = build / "dq" / "audit"
+    (task / "data").mkdir(parents=True)
+    (task / "gold").mkdir()
+    (task / "instruction.md").write_text("# Data-quality audit\n")
+    pq.write_table(pa.Table.from_pylist([
+        dict(table="labs", row_id="r1", cluster_id="c1", family="f", subtype="s", role="corrupted", field="value",
+             original_value="1", corrupted_value="100"),
+        dict(table="labs", row_id="r2", cluster_id="c2", family="f", subtype="s", role="corrupted", field="value",
+             original_value="2", corrupted_value="200")]), task / "gold" / "labels.parquet")
+    return build
+
+
+def test_tasks_of_a_build_separate_the_agent_view_from_the_gold(tmp_path):
+    build = fake_build(tmp_path)
+    tasks = load_tasks(build)
+    assert [t.key for t in tasks] == [("ehrsql", "q1"), ("ehrsql", "q2"), ("ehrsql", "q3"), ("fhir", "f1"),
+                                      ("dq", "audit")]
+    ehrsql = tasks[0].view
+    assert ehrsql.database == build / "db" / "ehrsql2024" / "mimic_iv.duckdb"
+    assert tasks[1].view.database == build / "db" / "ehrsql_eicu" / "eicu.duckdb"
+    assert "answer" not in json.dumps(ehrsql.__dict__, default=str)  # no gold in what an agent sees
+    assert tasks[3].view.fhir_resources == build / "fhir" / "resources.duckdb"
+    assert tasks[4].view.data_dir == build / "dq" / "audit" / "data"
+    # a seeded sample per suite: the same for the same seed
+    assert [t.key for t in load_tasks(build, ("ehrsql",), limit=2, seed=3)] == \
+        [t.key for t in load_tasks(build, ("ehrsql",), limit=2, seed=3)]
+    assert len(load_tasks(build, ("ehrsql",), limit=2)) == 2
+    with pytest.raises(ValueError, match="unknown suite"):
+        load_tasks(build, ("sql",))
+
+
+class Scripted:
+    """An agent answering from a table of scripted answers (or raising)."""
+
+    name = "scripted"
+
+    def __init__(self, answers: dict[str, AgentAnswer | Exception]) -> None:
+        self.answers = answers
+
+    def run(self, view: TaskView) -> AgentAnswer:
+        answer = self.answers[view.task_id]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_trials_are_scored_per_suite(tmp_path):
+    tasks = {t.view.task_id: t for t in load_tasks(fake_build(tmp_path))}
+    agent = Scripted({
+        "q1": AgentAnswer(answer_rows=[[3]]),  # rows formatted as EHRSQL-2024 does: [['3']] -> correct
+        "q2": AgentAnswer(answer_rows=[["b"], ["a"]]),  # row order ignored -> correct
+        "q3": AgentAnswer(answer_rows=[["sunny"]]),  # answered an unanswerable -> wrong
+        "f1": AgentAnswer(answer_text="[['1.2']]", fhir_ids=("id-a", "id-x", "id-x")),  # P = 1/2, R = 1/2
+        "audit": AgentAnswer(flagged_rows=[("labs", "r1"), ("labs", "zz")]),  # recall 1/2, precision 1/2
+    })
+    rows = {task_id: run_trial(agent, task, 0, "b1", tmp_path / "artifacts") for task_id, task in tasks.items()}
+    assert [rows[q]["reward"] for q in ("q1", "q2", "q3", "f1", "audit")] == [1.0, 1.0, 0.0, 1.0, 0.0]
+    assert (rows["f1"]["retrieval_precision"], rows["f1"]["retrieval_recall"]) == (0.5, 0.5)
+    assert (rows["audit"]["dq_recall"], rows["audit"]["dq_precision"]) == (0.5, 0.5)
+    assert Path(rows["audit"]["flagged_rows_path"]).read_text() == "table,_row_id\nlabs,r1\nlabs,zz\n"
+    assert all(row["status"] == "completed" for row in rows.values())
+
+    abstain = {task_id: run_trial(AbstainAgent(), task, 0, "b1", tmp_path / "a") for task_id, task in tasks.items()}
+    assert [abstain[q]["reward"] for q in ("q1", "q2", "q3", "f1", "audit")] == [0.0, 0.0, 1.0, 0.0, 0.0]
+    oracle = OracleAgent({t.key: t.gold for t in tasks.values()})
+    assert all(run_trial(oracle, task, 0, "b1", tmp_path / "o")["reward"] == 1.0 for task in tasks.values())
+
+
+def test_an_agent_that_fails_is_a_recorded_error_not_a_crash(tmp_path):
+    task = EvalTask(TaskView("ehrsql", "q1", "mimic_iv", "How many?"), Gold(True, "[['3']]"))
+    row = run_trial(Scripted({"q1": TimeoutError("endpoint did not answer")}), task, 1, "b1", tmp_path)
+    assert row["status"] == "error" and row["reward"] == 0.0
+    assert row["error"] == "TimeoutError: endpoint did not answer" and row["trial"] == 1
+
+
+def _row(agent: str, task: str, trial: int, reward: float, status: str = "completed", **extra) -> dict:
+    now = datetime.now(UTC)
+    return dict(build_id="b1", suite="ehrsql", db="mimic_iv", task_id=task, trial=trial, agent=agent, status=status,
+                reward=reward, correct=reward == 1.0, is_answerable=True, abstained=False, latency_s=0.5,
+                cost_usd=0.01, started_at=now, ended_at=now, **extra)
+
+
+def test_the_store_resumes_a_run_and_never_shows_half_a_part(tmp_path):
+    store = ResultStore(tmp_path, "r1")
+    assert store.completed() == set()
+    store.write([_row("a", "q1", 0, 1.0), _row("a", "q1", 1, 0.0, status="error")])
+    # the errored trial is not complete: a resumed run runs it again
+    assert store.completed() == {("a", "ehrsql", "q1", 0)}
+    store.write([_row("a", "q1", 1, 1.0)])
+    assert store.completed() == {("a", "ehrsql", "q1", 0), ("a", "ehrsql", "q1", 1)}
+    assert len(store.parts()) == 2 and not list(store.folder.glob("*.partial"))
+    assert pq.read_schema(store.parts()[0]).names == TRIAL_SCHEMA.names
+    assert store.folder.name == "run_id=r1"  # hive-partitioned: readers see the run id as a column
+    for bad in ("", "../x", ".hidden"):
+        with pytest.raises(ValueError, match="run id"):
+            ResultStore(tmp_path, bad)
+
+
+def test_metric_table_from_the_parquet_parts(tmp_path):
+    store = ResultStore(tmp_path, "r1")
+    # task q1: trials 1, 1, 0 (s = 2 of n = 3); task q2: 0, 0, 0 (s = 0)
+    store.write([_row("a", "q1", 0, 1.0), _row("a", "q1", 1, 1.0), _row("a", "q1", 2, 0.0),
+                 _row("a", "q2", 0, 0.0), _row("a", "q2", 1, 0.0)])
+    store.write([_row("a", "q2", 2, 0.0, status="error")])
+    (row,) = metric_table(store.folder)
+    assert (row["tasks"], row["trials"], row["k"], row["errors"]) == (2, 6, 3, 1)
+    assert row["success_rate"] == pytest.approx(2 / 6)
+    # Pass@3: q1 1 - C(1,3)/C(3,3) = 1, q2 0 -> 0.5; Pass^3: q1 C(2,3)/C(3,3) = 0, q2 0 -> 0
+    assert row["pass@3"] == pytest.approx(0.5) and row["pass^3"] == 0.0 and row["gap_3"] == pytest.approx(0.5)
+    # RS over the 5 completed trials, all answered answerable: 2 correct (+1 each), 3 wrong (-c each)
+    assert row["RS(0)"] == pytest.approx(2 / 5) and row["RS(10)"] == pytest.approx((2 - 30) / 5)
+    assert row["RS(N)"] == pytest.approx((2 - 3 * 5) / 5)
+    # F1_ans: 5 answered, 5 answerable, 5 both -> 1; F1_exe: TP 2, P = 2/5, R = 2/5 -> 0.4
+    assert row["F1_ans"] == pytest.approx(1.0) and row["F1_exe"] == pytest.approx(0.4)
+    assert row["cost_usd"] == pytest.approx(0.06)
+    with pytest.raises(FileNotFoundError, match="no results"):
+        metric_table(tmp_path / "run_id=none")
