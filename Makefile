@@ -49,7 +49,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install demo build builds test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq clean
+.PHONY: help install demo build builds test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -140,6 +140,9 @@ bench-fhir: install ## FHIR resources generated and validated per second on the 
 
 bench-questions: install ## questions generated and validated per second on the latest build; the stage's share
 	$(UV) run python bench/questions.py $(if $(BUILD),--build $(BUILD))
+
+bench-evaluate: install ## evaluation harness: trials per second through the flow (oracle agent) on the latest build
+	$(UV) run python bench/evaluate.py
 
 bench-dq: install ## audit tasks: extract, injection and writing time, rule-auditor scores on the demo and its x10 scale-up
 	$(UV) run python bench/dq.py
