@@ -115,7 +115,7 @@ server: install ## start a local Prefect server, a `local` process work pool and
 	@echo "Prefect UI: http://$(PREFECT_HOST):$(PREFECT_PORT)   next: make deploy, then" \
 	      "uv run prefect deployment run build-benchmark/demo --watch"
 
-deploy: ## register prefect.yaml's deployments (build-benchmark/demo) with the server started by `make server`
+deploy: ## register prefect.yaml's deployments (build-benchmark/demo, evaluate-agents/nightly) with the server of `make server`
 	@curl -fs $(API_URL)/health >/dev/null || { echo "error: no Prefect server at $(API_URL); run 'make server' first" >&2; exit 1; }
 	PREFECT_API_URL=$(API_URL) EHRBENCH_REPO_DIR=$(CURDIR) \
 	  EHRBENCH_MIMIC_IV_DIR=$(abspath $(MIMIC_IV_DIR)) EHRBENCH_EICU_DIR=$(abspath $(EICU_DIR)) \

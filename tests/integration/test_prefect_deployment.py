@@ -161,7 +161,7 @@ class _RetryingTransport(httpx.HTTPTransport):
     SQLite database is busy (seen when the suite runs on two workers)."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        for delay in (0.5, 1, 2, 4, 8):
+        for delay in (0.5, 1, 2, 4, 8, 15, 30):
             response = super().handle_request(request)
             if response.status_code not in (502, 503, 504):
                 return response
@@ -170,13 +170,15 @@ class _RetryingTransport(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
-def _run_deployment(api: httpx.Client, flow_and_deployment: str, timeout: float) -> tuple[dict, list, set]:
+def _run_deployment(api: httpx.Client, flow_and_deployment: str, timeout: float,
+                    parameters: dict | None = None) -> tuple[dict, list, set]:
     """Run a deployment through the REST API and wait for a final state.
 
     Returns the flow run, its subflow runs (with their flow's name) and the keys of their artifacts.
     Plain HTTP: importing Prefect here would read the repository's .env (PREFECT_HOME=data/prefect)."""
     deployment = api.get(f"/deployments/name/{flow_and_deployment}").raise_for_status().json()
-    flow_run = api.post(f"/deployments/{deployment['id']}/create_flow_run", json={}).raise_for_status().json()
+    flow_run = api.post(f"/deployments/{deployment['id']}/create_flow_run",
+                        json={"parameters": parameters} if parameters else {}).raise_for_status().json()
     deadline = time.monotonic() + timeout
     while flow_run["state"]["type"] not in FINAL_STATES:
         assert time.monotonic() < deadline, f"flow run still {flow_run['state']['type']} after {timeout} s"
@@ -233,3 +235,21 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
     unverified = {f"{f['dataset']}.{f['table']}" for f in manifest["inputs"] if f["status"] == "unverified"}
     assert "mimic_iv.chartevents" in unverified
     assert not (REPO / "data" / "benchmarks" / manifest["build_id"]).exists()
+
+    # the nightly evaluation: scheduled, runs on the build just published, and compares with its previous run
+    with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:
+        nightly = api.get("/deployments/name/evaluate-agents/nightly").raise_for_status().json()
+        (schedule,) = [s["schedule"] for s in nightly["schedules"]]
+        assert (schedule["cron"], schedule["timezone"]) == ("0 2 * * *", "UTC")
+        # a few tasks per suite: the deployment's own parameters (200 per suite) would make ~1,200 task runs, more
+        # than this test's SQLite-backed server needs to prove the schedule, the run and the comparison
+        few = {"limit": 10}
+        first, _, first_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300, parameters=few)
+        assert first["state"]["type"] == "COMPLETED", f"{first['state']}\n{_log_tail(logs / 'worker.log', 60)}"
+        assert "evaluation-metrics" in first_keys and "evaluation-comparison" not in first_keys
+        time.sleep(1.1)  # run ids carry the UTC second
+        second, _, second_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300, parameters=few)
+        assert second["state"]["type"] == "COMPLETED", f"{second['state']}\n{_log_tail(logs / 'worker.log', 60)}"
+        assert "evaluation-comparison" in second_keys
+    runs = sorted((data_dir / "results").glob("run_id=nightly-*"))
+    assert len(runs) == 2 and all(list(run.glob("part-*.parquet")) for run in runs)

@@ -154,3 +154,24 @@ def test_metric_table_from_the_parquet_parts(tmp_path):
     assert row["cost_usd"] == pytest.approx(0.06)
     with pytest.raises(FileNotFoundError, match="no results"):
         metric_table(tmp_path / "run_id=none")
+
+
+def test_a_run_compared_with_the_previous_one_shows_metric_changes_and_flipped_tasks(tmp_path):
+    from ehrbench.evaluation.compare import compare_runs, comparison_markdown, previous_run
+
+    old, new = ResultStore(tmp_path, "nightly-20261120T020000Z"), ResultStore(tmp_path, "nightly-20261121T020000Z")
+    # q1 solved before, not now (regressed); q2 the other way round (fixed); q3 solved in both
+    old.write([_row("a", "q1", 0, 1.0), _row("a", "q2", 0, 0.0), _row("a", "q3", 0, 1.0)])
+    new.write([_row("a", "q1", 0, 0.0), _row("a", "q2", 0, 1.0), _row("a", "q3", 0, 1.0)])
+    ResultStore(tmp_path, "adhoc").write([_row("a", "q1", 0, 1.0)])  # another prefix: never the previous run
+    assert previous_run(tmp_path, new.run_id, "nightly-") == old.folder
+    assert previous_run(tmp_path, old.run_id, "nightly-") is None
+
+    comparison = compare_runs(new.folder, old.folder)
+    assert comparison.previous_run == old.run_id
+    assert [(f["task_id"], f["change"]) for f in comparison.flipped_tasks] == [("q1", "regressed"), ("q2", "fixed")]
+    # success rate 2/3 in both runs: no change; F1_exe (2 of 3 correct in both) likewise
+    changed = {c["metric"]: c["delta"] for c in comparison.metric_changes}
+    assert changed["success_rate"] == pytest.approx(0.0)
+    text = comparison_markdown(comparison, new.run_id)
+    assert "1 regressed, 1 fixed" in text and "| a | ehrsql | q1 | 1.00 | 0.00 | regressed |" in text
