@@ -52,6 +52,10 @@ def evaluate_agents(
     build_id = json.loads((build_dir / "manifest.json").read_text())["build_id"]
     tasks = load_tasks(build_dir, tuple(suites), limit, seed)
     store = ResultStore(layout.results, run_id or run_prefix + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    earlier = store.builds() - {build_id}
+    if earlier:  # a run mixing builds would compare answers to different gold
+        raise ValueError(f"run {store.run_id} was made on build {', '.join(sorted(earlier))}, not {build_id}; "
+                         f"resume it with --build {sorted(earlier)[0]} or start a new run id")
     completed = store.completed()
     pending = [(agent, task, trial) for agent in make_agents(agents, tasks) for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]

@@ -529,3 +529,10 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(first_build, cli
     again = run_cli(args, cli_env)  # same run id: every trial is done, nothing runs again
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(folder.glob("part-*.parquet")) == parts
+
+    made_on = set(trials["build_id"])
+    published = [m.parent.name for m in (data_dir / "benchmarks").glob("*/manifest.json")]
+    other = next(name for name in published if name not in made_on | {"latest"})
+    mixed = run_cli([*args, "--build", other], cli_env)  # resuming on another build would mix gold
+    assert mixed.returncode == 1 and "was made on build" in error_line(mixed.stderr), mixed.stderr[-2000:]
+    assert sorted(folder.glob("part-*.parquet")) == parts

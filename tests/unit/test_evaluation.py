@@ -130,6 +130,7 @@ def test_the_store_resumes_a_run_and_never_shows_half_a_part(tmp_path):
     assert len(store.parts()) == 2 and not list(store.folder.glob("*.partial"))
     assert pq.read_schema(store.parts()[0]).names == TRIAL_SCHEMA.names
     assert store.folder.name == "run_id=r1"  # hive-partitioned: readers see the run id as a column
+    assert store.builds() == {"b1"}  # what a resume checks against the build it is asked to run on
     for bad in ("", "../x", ".hidden"):
         with pytest.raises(ValueError, match="run id"):
             ResultStore(tmp_path, bad)

@@ -43,6 +43,15 @@ class ResultStore:
     def parts(self) -> list[Path]:
         return sorted(self.folder.glob("part-*.parquet"))
 
+    def builds(self) -> set[str]:
+        """The builds this run's trials were made on (one, unless something went wrong)."""
+        if not self.parts():
+            return set()
+        with duckdb.connect() as con:
+            rows = con.execute("select distinct build_id from read_parquet(?)",
+                               [[str(p) for p in self.parts()]]).fetchall()
+        return {build for (build,) in rows}
+
     def completed(self) -> set[tuple[str, str, str, int]]:
         """(agent, suite, task id, trial) of the trials that completed in earlier batches of this run."""
         if not self.parts():
