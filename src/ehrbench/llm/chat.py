@@ -113,7 +113,7 @@ class GeminiChat:
     provider = "gemini"
 
     def __init__(self, model: str, api_key: str | None = None, timeout_s: float = 60.0, max_retries: int = 4):
-        self.model = model
+        self.model, self.timeout_s = model, timeout_s
         api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not api_key:
             raise ValueError(f"gemini:{model} needs an API key: pass one or set GEMINI_API_KEY (or GOOGLE_API_KEY)")
@@ -140,7 +140,26 @@ class GeminiChat:
             response = self._client.models.generate_content(model=self.model, contents=contents, config=config)
         except genai_errors.APIError as exc:
             raise ChatError(f"gemini:{self.model}: {exc}") from exc
+        except httpx_errors("TimeoutException") as exc:
+            raise ChatError(f"gemini:{self.model}: timed out after {self.timeout_s} s on every attempt: "
+                            f"{exc!r}") from exc
+        except httpx_errors("TransportError") as exc:
+            raise ChatError(f"gemini:{self.model}: {exc!r}") from exc
         return [_text(candidate) for candidate in response.candidates or []]
+
+
+def httpx_errors(name: str) -> tuple[type[Exception], ...]:
+    """The httpx exception class `name` from httpx and from httpx2, the fork google-genai uses when installed: a
+    timeout or a dropped connection reaches the caller as one of these, not as a google-genai APIError."""
+    import importlib
+
+    found = []
+    for module in ("httpx", "httpx2"):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
 
 
 def _text(candidate: Candidate) -> str:

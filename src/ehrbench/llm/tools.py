@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from ehrbench.llm.chat import ChatError, ModelSpec, _openai, _OpenAIEndpoint
+from ehrbench.llm.chat import ChatError, ModelSpec, _openai, _OpenAIEndpoint, httpx_errors
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types
@@ -228,9 +228,9 @@ class GeminiToolChat:
             response = self._client.models.generate_content(model=self.model, contents=contents, config=config)
         except genai_errors.APIError as exc:
             raise ChatError(f"{self._name()}: {exc}") from exc
-        except _httpx_errors("TimeoutException") as exc:
+        except httpx_errors("TimeoutException") as exc:
             raise ChatError(f"{self._name()}: timed out after {self.timeout_s} s on every attempt: {exc!r}") from exc
-        except _httpx_errors("TransportError") as exc:
+        except httpx_errors("TransportError") as exc:
             raise ChatError(f"{self._name()}: {exc!r}") from exc
         except pydantic.ValidationError as exc:  # a body the SDK cannot read (not something Gemini itself sends)
             raise ChatError(f"{self._name()}: unreadable response: {exc}") from exc
@@ -238,19 +238,6 @@ class GeminiToolChat:
 
     def _name(self) -> str:
         return f"gemini:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
-
-
-def _httpx_errors(name: str) -> tuple[type[Exception], ...]:
-    """The httpx exception class `name` from httpx and from httpx2, the fork google-genai uses when installed."""
-    import importlib
-
-    found = []
-    for module in ("httpx", "httpx2"):
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError):
-            continue
-    return tuple(found)
 
 
 def gemini_tool(tools: list[ToolSpec]) -> genai_types.Tool:
