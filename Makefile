@@ -141,7 +141,7 @@ bench-fhir: install ## FHIR resources generated and validated per second on the 
 bench-questions: install ## questions generated and validated per second on the latest build; the stage's share
 	$(UV) run python bench/questions.py $(if $(BUILD),--build $(BUILD))
 
-bench-evaluate: install ## evaluation harness: trials per second through the flow (oracle agent) on the latest build
+bench-evaluate: install ## evaluation harness: trials per second through the flow (oracle; LLM agent on a scripted server)
 	$(UV) run python bench/evaluate.py
 
 bench-dq: install ## audit tasks: extract, injection and writing time, rule-auditor scores on the demo and its x10 scale-up

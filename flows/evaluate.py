@@ -1,7 +1,11 @@
 """evaluate-agents: agents on the suites of a build, k trials each, one mapped task per (agent, task, trial).
 
-    load the build's tasks (a seeded `limit` per suite) → skip the trials this run id already completed
-      → per batch: map run-trial over (agent, task, trial) → write the batch as one parquet part
+    parse the agents (oracle, abstain, LLM agents with their options) → resolve API keys kept in Prefect Secret blocks
+      → one global concurrency limit per model endpoint (trials in flight against it)
+      → load the build's tasks (a seeded `limit` per suite) → skip the trials this run id already completed
+      → per batch: map run-trial over (agent, task, trial) — on local threads, or on a Dask cluster (`dask_address`);
+        a trial stopped by a transient endpoint failure is retried, one that still fails is recorded as an error
+      → write the batch as one parquet part
       → metric table (ehrbench.evaluation.report) as a Prefect artifact
       → with a run prefix (the nightly deployment's), the comparison with the previous run of that prefix: metric
         changes and tasks that flipped (ehrbench.evaluation.compare) as a second artifact
@@ -14,39 +18,58 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.blocks.system import Secret
 from prefect.cache_policies import NONE
+from prefect.client.orchestration import get_client
+from prefect.concurrency.sync import concurrency
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from ehrbench.agents.base import Agent
-from ehrbench.agents.baselines import BASELINES, AbstainAgent, OracleAgent
+from ehrbench.agents.baselines import make_agents
+from ehrbench.agents.config import BASELINES, AgentConfig, parse_agents
 from ehrbench.evaluation.compare import compare_runs, comparison_markdown, previous_run
+from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
 from ehrbench.evaluation.tasks import SUITES, EvalTask, load_tasks
-from ehrbench.evaluation.trial import run_trial
+from ehrbench.evaluation.trial import TransientTrialError, failed_trial_row, run_trial
+from ehrbench.llm.tools import tool_chat_model
 from ehrbench.settings import DataLayout, default_data_dir
+
+DEFAULT_THREADS = 4  # trials in flight without a model endpoint (oracle, abstain: they only read and score)
 
 
 @flow(name="evaluate-agents", log_prints=True)
 def evaluate_agents(
     build: str = "latest",
     suites: list[str] = list(SUITES),  # noqa: B006 - Prefect parameters are copied per run
-    agents: list[str] = list(BASELINES),  # noqa: B006
+    agents: list[str | dict] = list(BASELINES),  # noqa: B006
+    agent_options: dict | None = None,
     trials: int = 1,
     limit: int | None = None,
     run_id: str | None = None,
     run_prefix: str = "",
     seed: int = 0,
     batch_size: int = 200,
+    concurrency_per_endpoint: int = 4,
+    transient_retries: int = 2,
+    retry_delay_s: float = 30.0,
+    judge_model: str | None = None,
+    dask_address: str | None = None,
     data_dir: str | None = None,
 ) -> str:
-    """Evaluate `agents` (oracle, abstain) on `suites` of `build` with `trials` trials per task; `limit`: tasks per
-    suite (a seeded sample). Without `run_id` the run is named `<run_prefix><UTC time>` and, when an earlier run of
-    that prefix exists (the nightly schedule's), compared with it. Returns the run's results folder."""
+    """Evaluate `agents` on `suites` of `build` with `trials` trials per task; `limit`: tasks per suite (a seeded
+    sample). An agent is `oracle`, `abstain`, an LLM spec (`llm:<model>@<base_url>`, `llm:openai:<model>`,
+    `llm:gemini:<model>`; `agent_options` apply to these) or a mapping {name, model, options}. Without `run_id` the
+    run is named `<run_prefix><UTC time>` and, when an earlier run of that prefix exists (the nightly schedule's),
+    compared with it. Returns the run's results folder."""
     logger = get_run_logger()
+    configs = parse_agents(agents, agent_options)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_dir = layout.build_folder(build).resolve()
     build_id = json.loads((build_dir / "manifest.json").read_text())["build_id"]
@@ -56,16 +79,18 @@ def evaluate_agents(
     if earlier:  # a run mixing builds would compare answers to different gold
         raise ValueError(f"run {store.run_id} was made on build {', '.join(sorted(earlier))}, not {build_id}; "
                          f"resume it with --build {sorted(earlier)[0]} or start a new run id")
+    limits = endpoint_limits(configs, concurrency_per_endpoint)
+    agent_objects = make_agents(configs, {task.key: task.gold for task in tasks}, secret_api_keys(configs))
     completed = store.completed()
-    pending = [(agent, task, trial) for agent in make_agents(agents, tasks) for task in tasks
+    pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
     logger.info("run %s on build %s: %d tasks, %d trials to run (%d done before)", store.run_id, build_id,
                 len(tasks), len(pending), len(completed))
+    run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
+    threads = max(DEFAULT_THREADS, concurrency_per_endpoint * len(set(limits.values())))
     for start in range(0, len(pending), batch_size):
         batch = pending[start:start + batch_size]
-        futures = trial_task.map([a for a, _, _ in batch], [t for _, t, _ in batch], [k for _, _, k in batch],
-                                 unmapped(build_id), unmapped(store.artifacts))
-        store.write([future.result() for future in futures])
+        store.write(_run_batch(run_one, batch, build_id, store.artifacts, judge_model, limits, threads, dask_address))
     table = metric_table(store.folder)
     create_table_artifact(key="evaluation-metrics", table=[_rounded(row) for row in table],
                           description=f"Metrics of run {store.run_id} on build {build_id}")
@@ -78,21 +103,76 @@ def evaluate_agents(
     return str(store.folder)
 
 
-@task(name="run-trial", cache_policy=NONE, task_run_name="{agent.name}/{task.view.suite}/{task.view.task_id}/{trial}")
-def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts: Path) -> dict:
-    return run_trial(agent, task, trial, build_id, artifacts)
+def _retry_transient(task, task_run, state) -> bool:
+    """Retry a trial only when an endpoint failure may pass (rate limit, 5xx, timeout)."""
+    return isinstance(state.result(raise_on_failure=False), TransientTrialError)
 
 
-def make_agents(specs: list[str], tasks: list[EvalTask]) -> list[Agent]:
-    agents: list[Agent] = []
-    for spec in specs:
-        if spec == "oracle":
-            agents.append(OracleAgent({task.key: task.gold for task in tasks}))
-        elif spec == "abstain":
-            agents.append(AbstainAgent())
-        else:
-            raise ValueError(f"unknown agent {spec!r}; available: {', '.join(BASELINES)}")
-    return agents
+@task(name="run-trial", cache_policy=NONE, retry_condition_fn=_retry_transient,
+      task_run_name="{agent.name}/{task.view.suite}/{task.view.task_id}/{trial}")
+def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts: Path, judge_model: str | None,
+               limit_name: str | None) -> dict:
+    judge = _answer_judge(judge_model)
+    if limit_name is None:
+        return run_trial(agent, task, trial, build_id, artifacts, judge=judge, raise_transient=True)
+    with concurrency(limit_name, occupy=1, strict=True):  # strict: a missing limit must not silently unthrottle
+        return run_trial(agent, task, trial, build_id, artifacts, judge=judge, raise_transient=True)
+
+
+def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str, artifacts: Path,
+               judge_model: str | None, limits: dict[str, str], threads: int, dask_address: str | None) -> list[dict]:
+    """The rows of one batch; a trial whose retries ran out becomes an error row (re-run on resume)."""
+    parameters = {"agent": [a for a, _, _ in batch], "task": [t for _, t, _ in batch],
+                  "trial": [k for _, _, k in batch], "build_id": unmapped(build_id), "artifacts": unmapped(artifacts),
+                  "judge_model": unmapped(judge_model), "limit_name": [limits.get(a.name) for a, _, _ in batch]}
+    if dask_address:
+        from prefect_dask import DaskTaskRunner
+
+        runner = DaskTaskRunner(address=dask_address)  # the cluster outlives the run; only the client closes
+    else:
+        # As many threads as the endpoints' limits have slots: more would only queue at the limit, and Prefect's
+        # slot polling backs off (Retry-After grows with the queue), which would slow the whole run down.
+        runner = ThreadPoolTaskRunner(max_workers=threads)
+    with runner:
+        return _collect(runner.map(run_one, parameters), batch, build_id)
+
+
+def _collect(futures, batch: list[tuple[Agent, EvalTask, int]], build_id: str) -> list[dict]:
+    rows = []
+    for future, (agent, eval_task, trial) in zip(futures, batch, strict=True):
+        future.wait()
+        result = future.result(raise_on_failure=False)
+        failed = isinstance(result, BaseException)
+        rows.append(failed_trial_row(agent.name, eval_task, trial, build_id, result) if failed else result)
+    return rows
+
+
+def endpoint_limits(configs: list[AgentConfig], per_endpoint: int) -> dict[str, str]:
+    """Agent name → the global concurrency limit of its model endpoint, created or updated to `per_endpoint`."""
+    limits = {config.name: f"llm-endpoint:{config.endpoint}" for config in configs if config.endpoint}
+    if limits:
+        with get_client(sync_client=True) as client:
+            for name in sorted(set(limits.values())):
+                client.upsert_global_concurrency_limit_by_name(name, per_endpoint)
+    return limits
+
+
+def secret_api_keys(configs: list[AgentConfig]) -> dict[str, str]:
+    """Agent name → API key, for the agents whose key is kept in a Prefect Secret block."""
+    keys = {}
+    for config in configs:
+        name = config.options.api_key_secret if config.kind == "llm" else None
+        if name:
+            try:
+                keys[config.name] = Secret.load(name).get()
+            except ValueError as exc:  # Prefect raises a plain ValueError for a missing block
+                raise ValueError(f"agent {config.name!r}: api_key_secret {name!r}: {exc}") from None
+    return keys
+
+
+@cache
+def _answer_judge(judge_model: str | None) -> AnswerJudge:
+    return AnswerJudge(tool_chat_model(judge_model) if judge_model else None)
 
 
 def _rounded(row: dict) -> dict:

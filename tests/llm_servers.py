@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,6 +42,7 @@ class Reply:
 class Request:
     path: str
     body: dict
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
 
 
 class _ScriptedServer:
@@ -50,6 +52,7 @@ class _ScriptedServer:
         self.script: list[Reply] = []
         self.requests: list[Request] = []
         self.default: Reply | None = None
+        self.policy: Callable[[Request], Reply] | None = None
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.address = f"http://127.0.0.1:{self._http.server_port}"
@@ -81,6 +84,11 @@ class _ScriptedServer:
         """Answer only after `seconds` (to outlast a client's timeout), with `then` or a short text."""
         return self.add(replace(then or Reply(text="too late"), delay_s=seconds))
 
+    def respond(self, policy: Callable[[Request], Reply]) -> None:
+        """Answer every request the script does not cover with `policy(request)`: a model that decides from what it
+        is sent (e.g. an agent that follows a task's gold), for runs with many concurrent conversations."""
+        self.policy = policy
+
     def forever(self, reply: Reply) -> None:
         """Answer `reply` whenever the script is empty, e.g. `forever(Reply(tool_calls=(("t", "{}"),)))` for a
         model that never stops calling tools."""
@@ -107,7 +115,10 @@ class _ScriptedServer:
             self.requests.append(request)
             if self.script:
                 return self.script.pop(0), len(self.requests)
-            return self.default or Reply(text="no scripted reply left", status=500), len(self.requests)
+            index = len(self.requests)
+        if self.policy is not None:  # outside the lock: requests of concurrent conversations are answered in parallel
+            return self.policy(request), index
+        return self.default or Reply(text="no scripted reply left", status=500), index
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -118,7 +129,7 @@ class _ScriptedServer:
                 path = self.path.split("?", 1)[0]
                 if not server.route(path):
                     return self._send(404, {"error": {"message": f"no route {path}"}})
-                request = Request(path, body)
+                request = Request(path, body, {name.lower(): value for name, value in self.headers.items()})
                 reply, index = server._next(request)
                 time.sleep(reply.delay_s)
                 if reply.status != 200:

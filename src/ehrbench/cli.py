@@ -194,7 +194,17 @@ def questions_check(
 
 @app.command()
 def evaluate(
-    agent: Annotated[list[str], typer.Option(help="Agent to evaluate (repeatable): oracle, abstain.")] = None,
+    agent: Annotated[list[str], typer.Option(
+        help="Agent to evaluate (repeatable): oracle, abstain, llm:<model>@<base_url>, llm:openai:<model>, "
+             "llm:gemini:<model>.")] = None,
+    agent_option: Annotated[list[str], typer.Option(
+        help="key=value option of every llm agent (repeatable), e.g. ehrsql_mode=single_turn, fhir_variant=search, "
+             "max_actions=30, user_model=openai:gpt-4o-mini, api_key_env=MY_KEY.")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        help="Model spec of the LLM judge of free-text (FHIR) answers; default: normalised match.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Trials in flight per model endpoint.")] = 4,
+    dask_address: Annotated[str | None, typer.Option(
+        help="Run the trials on this Dask scheduler (tcp://host:port) instead of local threads.")] = None,
     suite: Annotated[list[str], typer.Option(
         help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all.")] = None,
     trials: Annotated[int, typer.Option(min=1, help="Trials per task (k).")] = 1,
@@ -209,12 +219,16 @@ def evaluate(
     root = (data_dir or default_data_dir()).resolve()
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from ehrbench.agents.config import parse_options
     from flows.evaluate import evaluate_agents
 
     try:
         _check_prefect_api()
         chosen = {"suites": suite, "agents": agent}
+        agent_options = parse_options(agent_option or [])
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
+                                 agent_options=agent_options, judge_model=judge_model,
+                                 concurrency_per_endpoint=concurrency, dask_address=dask_address,
                                  **{name: values for name, values in chosen.items() if values})
     except (EhrbenchError, FileNotFoundError, ValueError) as exc:
         _err.print(f"[bold red]ehrbench: error:[/] {str(exc).splitlines()[0]}", soft_wrap=True, highlight=False)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import httpx
 import pyarrow.parquet as pq
 import pytest
 
@@ -536,3 +537,59 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(first_build, cli
     mixed = run_cli([*args, "--build", other], cli_env)  # resuming on another build would mix gold
     assert mixed.returncode == 1 and "was made on build" in error_line(mixed.stderr), mixed.stderr[-2000:]
     assert sorted(folder.glob("part-*.parquet")) == parts
+
+
+def test_evaluate_an_llm_agent_through_a_real_model_server(first_build, cli_env, prefect_api_url):
+    """`--agent llm:<model>@<base_url>` over HTTP: a scripted model that follows the gold (tests/gold_policy.py)
+    drives every suite through the LLM machinery — prompts, tool calls, tools and sandbox, the simulated user, its
+    verifier and the validator, answer SQL run by the harness, the FHIR answer match — so it must score 100 %; and
+    the run throttles the endpoint with a Prefect global concurrency limit."""
+    from prefect.blocks.system import Secret
+
+    from tests.gold_policy import GoldPolicy
+    from tests.llm_servers import OpenAIServer
+
+    data_dir = first_build["data_dir"]
+    build_dir = (data_dir / "benchmarks" / "latest").resolve()
+    Secret(value="sk-from-a-secret-block").save("ehrbench-test-key", overwrite=True)  # on the module's server
+    with OpenAIServer() as server:
+        server.respond(GoldPolicy(build_dir))
+        result = run_cli(["evaluate", "--agent", f"llm:scripted@{server.base_url}", "--agent-option",
+                          "max_retries=0", "--agent-option", "api_key_secret=ehrbench-test-key", "--concurrency", "2",
+                          "--limit", "4", "--run-id", "llm", "--data-dir", str(data_dir)], cli_env)
+        requests = len(server.requests)
+        keys = {r.headers.get("authorization") for r in server.requests
+                if r.body["messages"][0]["content"].startswith(("You answer", "You are a database", "You are audit"))}
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()
+    assert len(trials) == 3 * 4 + 4 and (trials["status"] == "completed").all(), trials[["suite", "error"]]
+    assert (trials["reward"] == 1.0).all(), trials.loc[trials["reward"] != 1.0, ["suite", "task_id", "answer"]]
+    assert set(trials["model"]) == {f"openai:scripted@{server.base_url}"}
+    assert (trials["tool_calls"] >= 1).all() and (trials["input_tokens"] > 0).all() and requests >= 2 * len(trials)
+    assert keys == {"Bearer sk-from-a-secret-block"}  # the agent's key came from the Prefect Secret block
+    assert "sk-from-a-secret-block" not in "".join(trials["transcript"]) + result.stdout + result.stderr
+    chatqa = trials[trials["suite"] == "chatqa"]
+    assert (chatqa["user_turns"] >= 1).all()
+    assert all("user_attempts" in t for t in chatqa["transcript"])
+    fhir = trials[trials["suite"] == "fhir"]
+    assert (fhir["retrieval_recall"].dropna() == 1.0).all() and (fhir["answer_judge"].dropna() == "match").all()
+
+    with httpx.Client(base_url=prefect_api_url) as api:
+        port = server.base_url.split(":")[2].split("/")[0]
+        limit = api.get(f"/v2/concurrency_limits/llm-endpoint:127.0.0.1:{port}").raise_for_status().json()
+    assert limit["limit"] == 2 and limit["active_slots"] == 0
+
+
+def test_evaluate_on_a_dask_cluster(first_build, cli_env):
+    """`--dask-address`: the trials run in the worker processes of a (local) Dask cluster."""
+    from distributed import LocalCluster
+
+    data_dir = first_build["data_dir"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        result = run_cli(["evaluate", "--agent", "oracle", "--suite", "ehrsql", "--suite", "dq", "--limit", "3",
+                          "--run-id", "dask", "--dask-address", cluster.scheduler_address, "--data-dir", str(data_dir)],
+                         cli_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trials = duckdb.sql(f"select * from read_parquet('{data_dir}/results/run_id=dask/*.parquet')").df()
+    assert len(trials) == 6 and (trials["reward"] == 1.0).all()

@@ -19,7 +19,7 @@ from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView, load_tasks
 from ehrbench.evaluation.trial import run_trial
 
 QUESTION_COLUMNS = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
-                    "gold_sql_duckdb", "fhir_ids"]
+                    "gold_sql_duckdb", "fhir_ids", "slot_values"]
 
 
 def fake_build(root: Path) -> Path:
@@ -28,13 +28,15 @@ def fake_build(root: Path) -> Path:
     (build / "questions").mkdir(parents=True)
     rows = [
         dict(question_id="q1", suite="ehrsql", db="mimic_iv", question="How many?", context=None, is_answerable=True,
-             answer_text="[['3']]", gold_sql_duckdb="select 3", fhir_ids=None),
+             answer_text="[['3']]", gold_sql_duckdb="select 3", fhir_ids=None,
+             slot_values='{"patient_id": 10009628}'),
         dict(question_id="q2", suite="ehrsql", db="eicu", question="Which?", context=None, is_answerable=True,
              answer_text="[['a'], ['b']]", gold_sql_duckdb="select 'a' union select 'b'", fhir_ids=None),
         dict(question_id="q3", suite="ehrsql", db="mimic_iv", question="Will it rain?", context=None,
              is_answerable=False, answer_text=None, gold_sql_duckdb=None, fhir_ids=None),
         dict(question_id="f1", suite="fhir", db="mimic_iv", question="Last lab?", context="Assume now.",
-             is_answerable=True, answer_text="[['1.2']]", gold_sql_duckdb="select 1.2", fhir_ids=["id-a", "id-b"]),
+             is_answerable=True, answer_text="[['1.2']]", gold_sql_duckdb="select 1.2", fhir_ids=["id-a", "id-b"],
+             slot_values='{"patient_id": 10009628}'),
     ]
     pq.write_table(pa.Table.from_pylist(rows), build / "questions" / "questions.parquet")
     task = build / "dq" / "audit"
@@ -59,6 +61,9 @@ def test_tasks_of_a_build_separate_the_agent_view_from_the_gold(tmp_path):
     assert tasks[1].view.database == build / "db" / "ehrsql_eicu" / "eicu.duckdb"
     assert "answer" not in json.dumps(ehrsql.__dict__, default=str)  # no gold in what an agent sees
     assert tasks[3].view.fhir_resources == build / "fhir" / "resources.duckdb"
+    # FHIR-AgentBench gives the agent the Patient id: the published id of MIMIC-IV subject 10009628 (DESIGN §5.4)
+    assert tasks[3].view.patient_fhir_id == "51d2190c-cc46-56c5-b2ea-363895cbea75"
+    assert ehrsql.patient_fhir_id is None
     assert tasks[4].view.data_dir == build / "dq" / "audit" / "data"
     # a seeded sample per suite: the same for the same seed
     assert [t.key for t in load_tasks(build, ("ehrsql",), limit=2, seed=3)] == \
@@ -142,8 +147,9 @@ def test_metric_table_from_the_parquet_parts(tmp_path):
     store.write([_row("a", "q1", 0, 1.0), _row("a", "q1", 1, 1.0), _row("a", "q1", 2, 0.0),
                  _row("a", "q2", 0, 0.0), _row("a", "q2", 1, 0.0)])
     store.write([_row("a", "q2", 2, 0.0, status="error")])
+    store.write([_row("a", "q2", 3, 1.0, status="invalid")])  # the simulated user erred: never scored
     (row,) = metric_table(store.folder)
-    assert (row["tasks"], row["trials"], row["k"], row["errors"]) == (2, 6, 3, 1)
+    assert (row["tasks"], row["trials"], row["k"], row["errors"], row["invalid"]) == (2, 6, 3, 1, 1)
     assert row["success_rate"] == pytest.approx(2 / 6)
     # Pass@3: q1 1 - C(1,3)/C(3,3) = 1, q2 0 -> 0.5; Pass^3: q1 C(2,3)/C(3,3) = 0, q2 0 -> 0
     assert row["pass@3"] == pytest.approx(0.5) and row["pass^3"] == 0.0 and row["gap_3"] == pytest.approx(0.5)

@@ -16,15 +16,19 @@ class AgentAnswer:
     abstained: bool = False
     answer_rows: list[list] | None = None
     answer_text: str | None = None
+    free_text: bool = False  # answer_text is the model's own words (FHIR), judged, not compared as a result string
     sql: str | None = None
     fhir_ids: tuple[str, ...] = ()
     flagged_rows: list[tuple[str, str]] | None = None  # (table, row id) of a data-quality audit
     model: str | None = None
     tool_calls: int = 0
+    tool_errors: int = 0  # malformed tool calls (answered with an error, counted)
+    stop_reason: str | None = None  # finished | text | max_actions (LLM agents)
+    user_error: bool = False  # the simulated user erred in every attempt: the trial is invalid, not scored
     user_turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the model has no list price (local models)
     transcript: list[dict] = field(default_factory=list)
 
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 import pyarrow.parquet as pq
 
-from ehrbench.agents.base import AgentAnswer
+from ehrbench.agents.base import Agent, AgentAnswer
+from ehrbench.agents.config import AgentConfig
 from ehrbench.evaluation.tasks import Gold, TaskView
 
 
@@ -38,4 +39,19 @@ class AbstainAgent:
         return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])
 
 
-BASELINES = ("oracle", "abstain")
+
+def make_agents(configs: list[AgentConfig], gold: Mapping[tuple[str, str], Gold],
+                api_keys: Mapping[str, str] | None = None) -> list[Agent]:
+    """The agents of a run. `gold` goes to the oracle only; `api_keys` (by agent name) to the LLM agents whose key
+    the caller resolved (a Prefect Secret); the others read theirs from the environment."""
+    agents: list[Agent] = []
+    for config in configs:
+        if config.kind == "oracle":
+            agents.append(OracleAgent(gold))
+        elif config.kind == "abstain":
+            agents.append(AbstainAgent())
+        else:
+            from ehrbench.agents.llm_agent import LlmAgent  # the model SDKs load only when an LLM is evaluated
+
+            agents.append(LlmAgent(config, (api_keys or {}).get(config.name)))
+    return agents

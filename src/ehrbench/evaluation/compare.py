@@ -50,6 +50,8 @@ def compare_runs(current: Path, previous: Path) -> Comparison:
 def _mean_rewards(folder: Path) -> dict[tuple[str, str, str], float]:
     rewards: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for trial in read_trials(folder):
+        if trial["status"] == "invalid":  # not scored
+            continue
         rewards[(trial["agent"], trial["suite"], trial["task_id"])].append(float(trial["reward"]))
     return {key: sum(values) / len(values) for key, values in rewards.items()}
 

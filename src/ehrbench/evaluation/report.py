@@ -1,7 +1,8 @@
 """The metric table of an evaluation run, per agent and suite, read with DuckDB from the run's parquet parts and
 computed with `ehrbench.metrics` (DESIGN §5.6): success rate, Pass@k / Pass^k / Gap-k over the run's k trials, the
 reliability score RS(c) and F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall, data-quality
-recall/precision, cost and latency. Trials that ended in an error count as failures (reward 0)."""
+recall/precision, cost and latency. Trials that ended in an error count as failures (reward 0); trials whose
+simulated user erred (status invalid) are not scored at all (DESIGN §5.6: re-run, not scored)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def read_trials(run_folder: Path) -> list[dict]:
         cursor = con.execute(
             "select agent, suite, task_id, trial, status, coalesce(reward, 0) as reward, correct, is_answerable, "
             "abstained, retrieval_precision, retrieval_recall, dq_recall, dq_precision, cost_usd, latency_s, "
-            "input_tokens, output_tokens from read_parquet(?) order by agent, suite, task_id, trial",
+            "input_tokens, output_tokens from read_parquet(?, union_by_name = true) "
+            "order by agent, suite, task_id, trial",
             [[str(p) for p in parts]])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -46,13 +48,17 @@ def metric_table(run_folder: Path) -> list[dict]:
     return [_metrics(agent, suite, trials) for (agent, suite), trials in sorted(groups.items())]
 
 
-def _metrics(agent: str, suite: str, trials: list[dict]) -> dict:
+def _metrics(agent: str, suite: str, all_trials: list[dict]) -> dict:
+    trials = [t for t in all_trials if t["status"] != "invalid"]
+    if not trials:
+        return {"agent": agent, "suite": suite, "tasks": 0, "trials": 0, "invalid": len(all_trials)}
     by_task: dict[str, list[float]] = defaultdict(list)
     for trial in trials:
         by_task[trial["task_id"]].append(float(trial["reward"]))
     k = min(len(rewards) for rewards in by_task.values())
     row = {"agent": agent, "suite": suite, "tasks": len(by_task), "trials": len(trials), "k": k,
-           "errors": sum(t["status"] != "completed" for t in trials),
+           "errors": sum(t["status"] == "error" for t in trials),
+           "invalid": len(all_trials) - len(trials),  # the simulated user erred: re-run on resume, never scored
            "success_rate": success_rate([r for rewards in by_task.values() for r in rewards]),
            f"pass@{k}": pass_at_k_mean(list(by_task.values()), k),
            f"pass^{k}": pass_hat_k_mean(list(by_task.values()), k), f"gap_{k}": gap_k(list(by_task.values()), k),

@@ -15,12 +15,15 @@ import pyarrow.parquet as pq
 TRIAL_SCHEMA = pa.schema([
     ("build_id", pa.string()), ("suite", pa.string()), ("db", pa.string()), ("task_id", pa.string()),
     ("trial", pa.int32()), ("agent", pa.string()), ("model", pa.string()),
-    ("status", pa.string()),  # completed | error (an error is re-run on resume)
+    ("status", pa.string()),  # completed | error | invalid (the simulated user erred); only completed is scored,
+    # the others are re-run on resume
     ("reward", pa.float64()), ("correct", pa.bool_()), ("is_answerable", pa.bool_()), ("abstained", pa.bool_()),
     ("answer", pa.string()), ("predicted_sql", pa.string()),
     ("retrieval_precision", pa.float64()), ("retrieval_recall", pa.float64()),
     ("dq_recall", pa.float64()), ("dq_precision", pa.float64()), ("flagged_rows_path", pa.string()),
-    ("tool_calls", pa.int32()), ("user_turns", pa.int32()), ("input_tokens", pa.int64()),
+    ("answer_judge", pa.string()),  # how a free-text answer was judged: match | llm
+    ("tool_calls", pa.int32()), ("tool_errors", pa.int32()), ("stop_reason", pa.string()),
+    ("user_turns", pa.int32()), ("input_tokens", pa.int64()),
     ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("latency_s", pa.float64()), ("error", pa.string()),
     ("started_at", pa.timestamp("us", tz="UTC")), ("ended_at", pa.timestamp("us", tz="UTC")),
     ("transcript", pa.string()),  # JSON
@@ -48,7 +51,7 @@ class ResultStore:
         if not self.parts():
             return set()
         with duckdb.connect() as con:
-            rows = con.execute("select distinct build_id from read_parquet(?)",
+            rows = con.execute("select distinct build_id from read_parquet(?, union_by_name = true)",
                                [[str(p) for p in self.parts()]]).fetchall()
         return {build for (build,) in rows}
 
@@ -57,7 +60,7 @@ class ResultStore:
         if not self.parts():
             return set()
         with duckdb.connect() as con:
-            rows = con.execute(f"select distinct {', '.join(TRIAL_KEY)} from read_parquet(?) "
+            rows = con.execute(f"select distinct {', '.join(TRIAL_KEY)} from read_parquet(?, union_by_name = true) "
                                "where status = 'completed'", [[str(p) for p in self.parts()]]).fetchall()
         return {(agent, suite, task, int(trial)) for agent, suite, task, trial in rows}
 

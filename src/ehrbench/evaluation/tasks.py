@@ -4,11 +4,13 @@ resource-id ground truth), `dq` (data-quality audits: the task folder's instruct
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ehrbench.fhir.ids import resource_id
 from ehrbench.profiles import BenchmarkDatabase
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.seeding import keyed_rng
@@ -23,11 +25,12 @@ class TaskView:
     suite: str
     task_id: str
     db: str | None
-    instruction: str
+    instruction: str  # the question; for chatqa the simulated user's instruction, which the agent never sees
     context: str | None = None  # e.g. "Assume the current time is …"
     database: Path | None = None  # the agent-facing database file (SQL suites)
     data_dir: Path | None = None  # the agent-visible data folder (dq)
     fhir_resources: Path | None = None  # the FHIR resources database (fhir)
+    patient_fhir_id: str | None = None  # the Patient resource a fhir question is about (FHIR-AgentBench gives it)
 
 
 @dataclass(frozen=True)
@@ -71,16 +74,18 @@ def _question_tasks(build_dir: Path, suite: str) -> list[EvalTask]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no questions; expected a build folder with questions/questions.parquet")
     columns = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
-               "gold_sql_duckdb", "fhir_ids"]
+               "gold_sql_duckdb", "fhir_ids", "slot_values"]
     rows = [r for r in pq.read_table(path, columns=columns).to_pylist() if r["suite"] == suite]
     tasks = []
     for row in sorted(rows, key=lambda r: r["question_id"]):
         profile, database, _ = PROFILE_OF[row["db"]]
         if suite == "chatqa":
             profile = "renamed"  # EHR-ChatQA's tasks run on the renamed schema
+        patient = json.loads(row["slot_values"] or "{}").get("patient_id")
         view = TaskView(suite, row["question_id"], row["db"], row["question"], row["context"],
                         database=BenchmarkDatabase(profile, database).files(build_dir)[0],
-                        fhir_resources=build_dir / "fhir" / "resources.duckdb" if suite == "fhir" else None)
+                        fhir_resources=build_dir / "fhir" / "resources.duckdb" if suite == "fhir" else None,
+                        patient_fhir_id=resource_id("Patient", patient) if suite == "fhir" and patient else None)
         gold = Gold(bool(row["is_answerable"]), row["answer_text"], row["gold_sql_duckdb"],
                     tuple(row["fhir_ids"] or ()))
         tasks.append(EvalTask(view, gold))

@@ -1,8 +1,11 @@
-"""One trial: an agent on a task, timed, scored, never raising (an agent's failure is a result: status error)."""
+"""One trial: an agent on a task, timed and scored. An agent's failure is a result (status error), never an
+exception — except a transient one (an endpoint still failing after its SDK's retries: rate limits, 5xx, timeouts),
+which `run_trial(raise_transient=True)` re-raises for the orchestrator to retry the whole trial later."""
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,31 +13,62 @@ from pathlib import Path
 from ehrbench.agents.base import Agent, AgentAnswer
 from ehrbench.dq.score import score_task
 from ehrbench.ehrsql.scoring import answers_match, format_answer
+from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.evaluation.tasks import EvalTask
+from ehrbench.llm.chat import ChatError
 from ehrbench.metrics.retrieval import retrieval_score
 
 
-def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts: Path) -> dict:
-    """The result row of one trial (ehrbench.evaluation.results.TRIAL_SCHEMA)."""
-    view = task.view
-    row = {"build_id": build_id, "suite": view.suite, "db": view.db, "task_id": view.task_id, "trial": trial,
-           "agent": agent.name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
-           "started_at": datetime.now(UTC)}
+class TransientTrialError(RuntimeError):
+    """A trial stopped by an endpoint failure that may pass (rate limit, 5xx, timeout): retry the trial later."""
+
+
+def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts: Path, *,
+              judge: AnswerJudge | None = None, raise_transient: bool = False) -> dict:
+    """The result row of one trial (ehrbench.evaluation.results.TRIAL_SCHEMA). `judge` decides free-text answers
+    (default: the normalised match, no model)."""
+    row = trial_row(agent.name, task, trial, build_id)
     clock = time.perf_counter()
     try:
-        answer = agent.run(view)
-        row.update(_scored(task, answer, artifacts / agent.name / view.suite / f"{view.task_id}-{trial}.csv"))
-        row.update(status="completed", model=answer.model, abstained=answer.abstained, predicted_sql=answer.sql,
-                   tool_calls=answer.tool_calls, user_turns=answer.user_turns, input_tokens=answer.input_tokens,
+        answer = agent.run(task.view)
+        if answer.user_error:
+            row.update(status="invalid", error="the simulated user erred in every attempt (validator)")
+        else:
+            submission = artifacts / _folder_name(agent.name) / task.view.suite / f"{task.view.task_id}-{trial}.csv"
+            row.update(_scored(task, answer, submission, judge or AnswerJudge()))
+            row.update(status="completed")
+        row.update(model=answer.model, abstained=answer.abstained, predicted_sql=answer.sql,
+                   tool_calls=answer.tool_calls, tool_errors=answer.tool_errors, stop_reason=answer.stop_reason,
+                   user_turns=answer.user_turns, input_tokens=answer.input_tokens,
                    output_tokens=answer.output_tokens, cost_usd=answer.cost_usd,
                    transcript=json.dumps(answer.transcript, default=str))
+    except ChatError as exc:
+        if raise_transient and exc.transient:
+            raise TransientTrialError(str(exc)) from exc
+        row.update(status="error", reward=0.0, correct=False, error=f"ChatError: {exc}")
     except Exception as exc:  # noqa: BLE001 - an agent's failure is recorded, the run goes on
         row.update(status="error", reward=0.0, correct=False, error=f"{type(exc).__name__}: {exc}")
     row.update(latency_s=time.perf_counter() - clock, ended_at=datetime.now(UTC))
     return row
 
 
-def _scored(task: EvalTask, answer: AgentAnswer, submission: Path) -> dict:
+def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str) -> dict:
+    """The identifying part of a trial's row (also the row of a trial that could not run at all)."""
+    view = task.view
+    return {"build_id": build_id, "suite": view.suite, "db": view.db, "task_id": view.task_id, "trial": trial,
+            "agent": agent_name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
+            "started_at": datetime.now(UTC)}
+
+
+def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, error: BaseException) -> dict:
+    """A trial whose retries ran out (e.g. an endpoint down all along): an error, re-run on resume."""
+    row = trial_row(agent_name, task, trial, build_id)
+    row.update(status="error", reward=0.0, correct=False, error=f"{type(error).__name__}: {error}",
+               ended_at=datetime.now(UTC))
+    return row
+
+
+def _scored(task: EvalTask, answer: AgentAnswer, submission: Path, judge: AnswerJudge) -> dict:
     gold = task.gold
     if task.view.suite == "dq":
         submission.parent.mkdir(parents=True, exist_ok=True)
@@ -44,12 +78,24 @@ def _scored(task: EvalTask, answer: AgentAnswer, submission: Path) -> dict:
                 "dq_precision": score.precision, "flagged_rows_path": str(submission)}
     text = answer.answer_text if answer.answer_text is not None else (
         format_answer(answer.answer_rows) if answer.answer_rows is not None else None)
+    scored: dict = {"answer": text}
     if answer.abstained:
         correct = not gold.is_answerable
+    elif not gold.is_answerable or text is None:
+        correct = False
+    elif answer.free_text:  # a model's own words (FHIR): the normalised match, or the LLM judge when configured
+        judgement = judge.judge(task.view.instruction, gold.answer_text, text)
+        correct = judgement.correct
+        scored["answer_judge"] = judgement.method
     else:
-        correct = gold.is_answerable and text is not None and answers_match(text, gold.answer_text)
-    scored = {"reward": float(correct), "correct": correct, "answer": text}
+        correct = answers_match(text, gold.answer_text)
+    scored.update(reward=float(correct), correct=correct)
     if task.view.suite == "fhir":
         retrieval = retrieval_score(answer.fhir_ids, gold.fhir_ids)
         scored.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall)
     return scored
+
+
+def _folder_name(agent_name: str) -> str:
+    """An agent name as one portable folder name (`llm:qwen@http://host:8000/v1` holds '/' and ':')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", agent_name).strip("_") or "agent"

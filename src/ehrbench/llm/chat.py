@@ -30,6 +30,19 @@ _SPEC = re.compile(r"^(?P<provider>[a-z]+):(?P<model>[^@\s]+?)(?:@(?P<base_url>h
 class ChatError(EhrbenchError):
     """A model endpoint failed after its retries; the message names the model and the endpoint's words."""
 
+    @property
+    def transient(self) -> bool:
+        """Whether trying again later may succeed: a rate limit, a server error, a timeout or a dropped
+        connection — not a refused request (bad key, unknown model, invalid body)."""
+        cause = self.__cause__
+        if cause is None:
+            return False
+        status = getattr(cause, "status_code", None) or getattr(cause, "code", None)
+        if isinstance(status, int):
+            return status in (408, 409, 429) or status >= 500
+        names = {cls.__name__ for cls in type(cause).__mro__}
+        return bool(names & {"APITimeoutError", "APIConnectionError", "TimeoutException", "TransportError"})
+
 
 class ChatModel(Protocol):
     provider: str

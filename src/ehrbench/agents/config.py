@@ -1,0 +1,130 @@
+"""Which agents a run evaluates: a name, a kind (oracle, abstain, llm) and, for an LLM agent, its model and options.
+
+On the command line an agent is a spec string — `oracle`, `abstain`, `llm:<model>@<base_url>` (an OpenAI-compatible
+server: vLLM, Ollama, llama.cpp), `llm:openai:<model>[@<base_url>]` or `llm:gemini:<model>` — with options given as
+`key=value` pairs; a flow parameter may also be the same as a mapping (`{"name": ..., "model": ..., "options":
+{...}}`). The name is the agent's column value in the results, so names must be unique within a run.
+
+API keys never live in the config (it is recorded with the run): an option names where the key comes from — an
+environment variable (`api_key_env`) or a Prefect Secret block (`api_key_secret`, resolved by the flow).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ehrbench.llm.chat import ModelSpec
+
+BASELINES = ("oracle", "abstain")
+AGENT_SPEC_FORM = "oracle, abstain, llm:<model>@<base_url>, llm:openai:<model>[@<base_url>] or llm:gemini:<model>"
+
+
+class LlmOptions(BaseModel):
+    """How an LLM agent works; every field has the published benchmarks' default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ehrsql_mode: Literal["single_turn", "tools"] = "tools"  # EHRSQL-2024 text-to-SQL, or a ReAct agent with tools
+    fhir_variant: Literal["retriever", "search", "code"] = "code"  # FHIR-AgentBench's agent designs
+    max_actions: int = Field(30, ge=1, le=200)  # tool calls per trial (EHR-ChatQA: 30)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(None, ge=1)
+    timeout_s: float = Field(60.0, gt=0)  # per model call
+    max_retries: int = Field(4, ge=0, le=10)  # the SDK's own retries of 429/5xx/timeouts, per call
+    sql_timeout_s: float = Field(10.0, gt=0)
+    user_model: str | None = None  # the chatqa simulated user (default: the agent's model)
+    validator_model: str | None = None  # the post-hoc check of the simulated user (default: the user's model)
+    user_reruns: int = Field(2, ge=0, le=5)  # re-runs of a conversation the validator rejects
+    max_user_turns: int = Field(10, ge=1, le=50)
+    embedding_model: str | None = None  # value_similarity_search uses embeddings when set
+    value_search_synonyms: bool = True  # the curated synonym table in value_similarity_search
+    api_key_env: str | None = None  # environment variable holding the key (default: the SDK's own variable)
+    api_key_secret: str | None = None  # name of a Prefect Secret block holding the key
+
+    @model_validator(mode="after")
+    def _model_specs(self) -> LlmOptions:
+        for name in ("user_model", "validator_model", "embedding_model"):
+            value = getattr(self, name)
+            if value is not None:
+                ModelSpec.parse(value)  # raises naming the spec and the expected form
+        return self
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    kind: Literal["oracle", "abstain", "llm"]
+    model: str | None = None  # a model spec (ehrbench.llm.ModelSpec) for kind llm
+    options: LlmOptions = LlmOptions()
+
+    @model_validator(mode="after")
+    def _model_for_llm(self) -> AgentConfig:
+        if self.kind == "llm":
+            if not self.model:
+                raise ValueError(f"agent {self.name!r}: an llm agent needs a model spec")
+            ModelSpec.parse(self.model)
+        elif self.model:
+            raise ValueError(f"agent {self.name!r}: a {self.kind} agent takes no model")
+        elif "options" in self.model_fields_set:
+            raise ValueError(f"agent {self.name!r}: a {self.kind} agent takes no options")
+        return self
+
+    @property
+    def endpoint(self) -> str | None:
+        """What rate limits this agent's calls: the server of its base URL, or the provider's API."""
+        if self.kind != "llm":
+            return None
+        spec = ModelSpec.parse(self.model)
+        return spec.base_url.split("://", 1)[-1].split("/", 1)[0] if spec.base_url else spec.provider
+
+
+def parse_agent(spec: str | dict, options: dict | None = None) -> AgentConfig:
+    """An agent from a spec string (plus `options` for an llm agent) or from a mapping; errors name the spec and
+    the expected form."""
+    try:
+        if isinstance(spec, dict):
+            if options:
+                raise ValueError("options of a mapping go into its own 'options' key")
+            data = dict(spec)
+            data.setdefault("kind", "llm" if data.get("model") else data.get("name"))
+            data.setdefault("name", data["kind"] if data["kind"] in BASELINES else f"llm:{data.get('model')}")
+            return AgentConfig.model_validate(data)
+        text = spec.strip()
+        if text in BASELINES:
+            if options:
+                raise ValueError(f"agent {text!r} takes no options")
+            return AgentConfig(name=text, kind=text)
+        if not text.startswith("llm:"):
+            raise ValueError(f"unknown agent {text!r}; expected {AGENT_SPEC_FORM}")
+        model = text.removeprefix("llm:")
+        if not model.startswith(("openai:", "gemini:")):
+            model = f"openai:{model}"
+        return AgentConfig(name=text, kind="llm", model=model, options=LlmOptions(**(options or {})))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'agent'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"agent {spec!r}: {problems}") from None
+
+
+def parse_agents(specs: list[str | dict], options: dict | None = None) -> list[AgentConfig]:
+    """Agents with unique names; `options` apply to every llm agent given as a string."""
+    agents = [parse_agent(spec, options if isinstance(spec, str) and spec.strip() not in BASELINES else None)
+              for spec in specs]
+    names = [agent.name for agent in agents]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"agent name(s) {', '.join(duplicates)} given more than once; names must be unique in a run")
+    return agents
+
+
+def parse_options(pairs: list[str]) -> dict:
+    """`key=value` pairs of the command line as option values (numbers and booleans typed by pydantic)."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"agent option {pair!r}: expected key=value (keys: {', '.join(LlmOptions.model_fields)})")
+        options[key.strip()] = value.strip()
+    return options

@@ -1,0 +1,116 @@
+"""A scripted "model" that plays every role of an LLM evaluation from a build's gold, for tests and the bench.
+
+Served by tests/llm_servers.py (`server.respond(GoldPolicy(build_dir))`), it answers each request by what the request
+is: the agent of a suite (told apart by its system prompt), the simulated user, its verifier, the validator. As the
+agent it explores a little, then finishes with the gold — so a run through the whole LLM machinery (prompts, tool
+calls over HTTP, tools, sandbox, answer SQL run by the harness, scoring) must score 100 %, as the oracle does. It
+never sees anything an agent could not reach except the gold it is given here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
+from ehrbench.metrics.answers import answer_values
+from tests.llm_servers import Reply, Request
+
+_TASK = re.compile(r"task ([0-9a-f]{24})")
+
+
+class GoldPolicy:
+    def __init__(self, build_dir: Path):
+        rows = pq.read_table(build_dir / "questions" / "questions.parquet",
+                             columns=["question_id", "suite", "question", "is_answerable", "gold_sql_duckdb",
+                                      "answer_text", "fhir_ids"]).to_pylist()
+        self.by_question = {(r["suite"], r["question"]): r for r in rows}
+        self.by_id = {r["question_id"]: r for r in rows}
+        self.instructions = {r["question"]: r["question_id"] for r in rows if r["suite"] == "chatqa"}
+        with duckdb.connect(str(build_dir / "fhir" / "resources.duckdb"), read_only=True) as con:
+            self.resource_types = dict(con.execute("select id, resource_type from resources").fetchall())
+        self.dq_labels = {}
+        for labels in (build_dir / "dq").glob("*/gold/labels.parquet"):
+            instruction = (labels.parent.parent / "instruction.md").read_text()
+            table = pq.read_table(labels, columns=["table", "row_id"]).to_pylist()
+            self.dq_labels[instruction] = sorted({(r["table"], r["row_id"]) for r in table})
+
+    def __call__(self, request: Request) -> Reply:
+        messages = request.body["messages"]
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        if system == VERIFIER_PROMPT:
+            return Reply(text='{"ok": true, "feedback": ""}')
+        if system == VALIDATOR_PROMPT:
+            return Reply(text='{"valid": true, "reason": "the user followed the instruction"}')
+        if system.startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):
+            return self._user(system, messages)
+        if "auditing an extract" in system:
+            return self._auditor(system, messages)
+        if "FHIR R4 records" in system:
+            return self._agent(self.by_question[("fhir", _first_user(messages))], messages, fhir=True)
+        if "database assistant for clinicians" in system:
+            task = self.by_id[_TASK.search(_first_user(messages)).group(1)]
+            return self._agent(task, messages, conversation=True)
+        if "You translate questions" in system:  # EHRSQL-2024 single turn
+            task = self.by_question[("ehrsql", _first_user(messages))]
+            return Reply(text=f"```sql\n{task['gold_sql_duckdb']}\n```" if task["is_answerable"] else "null")
+        return self._agent(self.by_question[("ehrsql", _first_user(messages))], messages)
+
+    # --- roles -------------------------------------------------------------------------------------------------------
+
+    def _user(self, system: str, messages: list[dict]) -> Reply:
+        instruction = system.split("<instruction>\n", 1)[1].split("\n</instruction>", 1)[0]
+        if len(messages) <= 2:  # the opening cue only
+            return Reply(text=f"Hello, I need something from the records: task {self.instructions[instruction]}.")
+        return Reply(text=f"Thank you, that is what I needed. {STOP_TOKEN}")
+
+    def _agent(self, task: dict, messages: list[dict], *, fhir: bool = False, conversation: bool = False) -> Reply:
+        calls = _calls_made(messages)
+        if conversation and calls & {"submit_answer", "abstain"}:
+            return Reply(text="I recorded the answer for you.")  # a message to the user, who then stops
+        if not calls:  # explore once, the way agents start
+            if fhir:
+                return Reply(tool_calls=self._fhir_retrieval(task, messages))
+            return Reply(tool_calls=(("table_search", {}),))
+        if not task["is_answerable"]:
+            return Reply(tool_calls=(("abstain", {"reason": "the records do not hold this"}),))
+        if fhir:
+            values = answer_values(task["answer_text"])
+            return Reply(tool_calls=(("submit_answer", {"answer": ", ".join(values) if values else "none"}),))
+        return Reply(tool_calls=(("submit_answer", {"sql": task["gold_sql_duckdb"]}),))
+
+    def _fhir_retrieval(self, task: dict, messages: list[dict]) -> tuple:
+        """Few gold resources: read each; many: all of the patient's resources of their types."""
+        ids = task["fhir_ids"] or ()
+        if not ids:
+            return (("fhir_search", {"query_string": "Patient?_count=1"}),)
+        if len(ids) <= 5:
+            return tuple(("get_resource", {"resource_type": self.resource_types[i], "id": i}) for i in ids)
+        patient = re.search(r"FHIR Patient id is (\S+?)\.", messages[0]["content"]).group(1)
+        return tuple(("get_resources_by_patient", {"resource_type": kind, "patient_id": patient})
+                     for kind in sorted({self.resource_types[i] for i in ids}))
+
+    def _auditor(self, system: str, messages: list[dict]) -> Reply:
+        instruction = system.split("The audit instruction:\n", 1)[1]
+        calls = _calls_made(messages)
+        if "flag_rows" in calls:
+            return Reply(tool_calls=(("submit_audit", {}),))
+        by_table: dict[str, list[str]] = {}
+        for table, row_id in self.dq_labels[instruction]:
+            by_table.setdefault(table, []).append(row_id)
+        return Reply(tool_calls=tuple(
+            ("flag_rows", {"table": table, "query": f"select _row_id from {table} where _row_id in "
+                                                    f"({', '.join(repr(i) for i in ids)})"})
+            for table, ids in sorted(by_table.items())))
+
+
+def _first_user(messages: list[dict]) -> str:
+    return next(m["content"] for m in messages if m["role"] == "user")
+
+
+def _calls_made(messages: list[dict]) -> set[str]:
+    return {call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
+

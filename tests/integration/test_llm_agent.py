@@ -1,0 +1,515 @@
+"""The LLM agent end to end over a real local HTTP model server (tests/llm_servers.py) and tiny hand-made data: each
+suite's prompts and tools, the ReAct loop's budget and error handling, the simulated user and its validator, and
+run_trial's scoring and its handling of endpoint failures. Expected rows, tokens and scores are worked out by hand in
+the comments."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import tempfile
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ehrbench.agents.config import parse_agent
+from ehrbench.agents.llm_agent import LlmAgent, extract_sql, load_audit_tables
+from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
+from ehrbench.dq.tasks import LABEL_SCHEMA
+from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView
+from ehrbench.evaluation.trial import TransientTrialError, run_trial
+from ehrbench.llm.chat import ChatError
+from ehrbench.llm.tools import tool_chat_model
+from tests.llm_servers import OpenAIServer, Reply, Request
+
+pytestmark = pytest.mark.integration
+
+DATABASE_TOOLS = ["table_search", "column_search", "value_substring_search", "value_similarity_search",
+                  "sql_execute"]
+ALL_PATIENTS = "select subject_id, alive from patients order by subject_id"  # -> [[1, 1], [2, 0], [3, 1]]
+
+
+# --- fixtures --------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory) -> Path:
+    """Two tables: three patients (a boolean column) and their labs."""
+    path = tmp_path_factory.mktemp("agent-db") / "ehr.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table patients (subject_id integer, gender varchar, alive boolean)")
+        con.execute("insert into patients values (1, 'f', true), (2, 'm', false), (3, 'f', true)")
+        con.execute("create table labs (subject_id integer, label varchar, value double)")
+        con.execute("insert into labs values (1, 'potassium', 4.1), (1, 'sodium', 140), (3, 'potassium', 5.6)")
+    return path
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer() as server:
+        yield server
+
+
+def make_agent(server: OpenAIServer, model: str = "scripted", **options) -> LlmAgent:
+    return LlmAgent(parse_agent(f"llm:{model}@{server.base_url}", {"max_retries": 0, "timeout_s": 5, **options}))
+
+
+def ehrsql_view(database: Path, question: str = "Which patients are alive?") -> TaskView:
+    return TaskView("ehrsql", "q1", "mimic_iv", question, context="Assume the current time is 2100-12-31 23:59:00.",
+                    database=database)
+
+
+def tool_names(body: dict) -> list[str]:
+    return [tool["function"]["name"] for tool in body.get("tools", [])]
+
+
+def tool_results(body: dict) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+# --- ehrsql, tools mode ----------------------------------------------------------------------------------------------
+
+def test_tools_mode_explores_then_submits_sql_whose_rows_are_the_answer(server, database):
+    server.tool_call("table_search", "{}", usage=(100, 20))
+    server.tool_call("submit_answer", {"sql": ALL_PATIENTS + ";"}, usage=(150, 30))
+
+    answer = make_agent(server).run(ehrsql_view(database))
+
+    assert answer.answer_rows == [[1, 1], [2, 0], [3, 1]]  # the harness ran the SQL; booleans as 0/1
+    assert answer.sql == ALL_PATIENTS + ";" and not answer.abstained
+    assert (answer.tool_calls, answer.tool_errors, answer.stop_reason) == (2, 0, "finished")
+    assert (answer.input_tokens, answer.output_tokens) == (250, 50)  # 100 + 150, 20 + 30
+    assert answer.cost_usd is None  # "scripted" has no list price
+    assert answer.model == f"openai:scripted@{server.base_url}"
+
+    first, second = server.bodies()  # two model calls, no more
+    assert tool_names(first) == [*DATABASE_TOOLS, "submit_answer", "abstain"]
+    assert first["model"] == "scripted" and first["temperature"] == 0.0
+    assert "DuckDB" in first["messages"][0]["content"]
+    assert "Assume the current time is 2100-12-31 23:59:00." in first["messages"][0]["content"]
+    assert first["messages"][1] == {"role": "user", "content": "Which patients are alive?"}
+    assert tool_results(second) == ["2 tables:\nlabs\npatients"]
+    assert answer.transcript[-1]["content"] == "Answer recorded."
+
+
+def test_a_priced_model_is_costed_from_the_summed_tokens(server, database):
+    server.tool_call("sql_execute", {"query": "select 1"}, usage=(600_000, 40_000))
+    server.tool_call("submit_answer", {"sql": "select count(*) from patients"}, usage=(400_000, 60_000))
+    answer = make_agent(server, model="gpt-4o").run(ehrsql_view(database))
+    assert answer.answer_rows == [[3]]
+    # gpt-4o: $2.50 per million input tokens, $10 per million output: 1M -> 2.50, 100k -> 1.00
+    assert answer.cost_usd == pytest.approx(3.50)
+
+
+def test_abstain_ends_the_trial_as_an_abstention(server, database):
+    server.tool_call("abstain", {"reason": "the records hold no weather"})
+    answer = make_agent(server).run(ehrsql_view(database, "Will it rain tomorrow?"))
+    assert answer.abstained and answer.answer_rows is None and answer.sql is None
+    assert (answer.tool_calls, answer.stop_reason) == (1, "finished")
+    assert len(server.requests) == 1
+
+
+def test_a_failing_submitted_sql_is_answered_with_the_error_and_can_be_resubmitted(server, database):
+    server.tool_call("submit_answer", {"sql": "select alive from patient"})  # no such table
+    server.tool_call("submit_answer", {"sql": "select count(*) from patients where alive"})
+
+    answer = make_agent(server).run(ehrsql_view(database))
+
+    [error] = tool_results(server.bodies()[1])
+    assert error.startswith("Error: the SQL failed, nothing was recorded: ") and "patient" in error
+    assert answer.answer_rows == [[2]] and answer.sql == "select count(*) from patients where alive"
+    assert (answer.tool_calls, answer.tool_errors, answer.stop_reason) == (2, 0, "finished")  # not malformed
+
+
+def test_a_malformed_tool_call_is_answered_with_the_error_and_counted(server, database):
+    server.tool_call("submit_answer", '{"sql": ')  # truncated JSON
+    server.tool_call("submit_answer", {"sql": "select 1 as one"})
+
+    answer = make_agent(server).run(ehrsql_view(database))
+
+    [error] = tool_results(server.bodies()[1])
+    assert error.startswith("Error: the arguments of 'submit_answer' are not valid JSON")
+    assert (answer.tool_calls, answer.tool_errors) == (2, 1)
+    assert answer.answer_rows == [[1]] and answer.stop_reason == "finished"
+
+
+def test_a_model_that_never_stops_calling_tools_ends_at_the_action_budget(server, database):
+    server.forever(Reply(tool_calls=(("table_search", "{}"),)))
+    answer = make_agent(server, max_actions=5).run(ehrsql_view(database))
+    assert (answer.stop_reason, answer.tool_calls) == ("max_actions", 5)
+    assert len(server.requests) == 5  # one call per turn: five turns, then no sixth request
+    assert answer.answer_rows is None and not answer.abstained
+    assert (answer.input_tokens, answer.output_tokens) == (50, 25)
+
+
+def test_calls_beyond_the_budget_in_one_turn_are_not_run(server, database):
+    server.tool_calls(("table_search", "{}"), ("table_search", "{}"), ("table_search", "{}"))  # actions 1-3
+    server.tool_calls(("sql_execute", {"query": "select 1"}), ("sql_execute", {"query": "select 2"}),  # 4-5
+                      ("submit_answer", {"sql": "select 3"}))  # over the budget
+
+    answer = make_agent(server, max_actions=5).run(ehrsql_view(database))
+
+    assert len(server.requests) == 2
+    assert (answer.stop_reason, answer.tool_calls) == ("max_actions", 5)
+    assert answer.answer_rows is None and answer.sql is None  # the submission never ran
+    results = [m["content"] for m in answer.transcript if m["role"] == "tool"]
+    assert results[3:] == ["1 row(s):\n1\n1", "1 row(s):\n2\n2", "Not run: the budget of 5 actions is spent."]
+
+
+def test_an_abstention_beyond_the_budget_is_not_an_abstention(server, database):
+    server.tool_call("table_search", "{}")
+    server.tool_calls(("sql_execute", {"query": "select 1"}), ("abstain", {"reason": "unsure"}))
+    answer = make_agent(server, max_actions=2).run(ehrsql_view(database))
+    assert answer.transcript[-1]["content"] == "Not run: the budget of 2 actions is spent."
+    assert answer.stop_reason == "max_actions"
+    assert not answer.abstained
+
+
+def test_text_without_a_tool_call_gets_one_nudge_then_the_loop_ends(server, database):
+    server.text("I think the answer is three.")
+    server.text("Yes, three.")
+    answer = make_agent(server).run(ehrsql_view(database))
+    assert (answer.stop_reason, answer.tool_calls) == ("text", 0)
+    assert len(server.requests) == 2
+    assert server.bodies()[1]["messages"][-1] == {
+        "role": "user", "content": "Finish the task with one of your tools (submit_answer, abstain)."}
+    assert answer.answer_rows is None and not answer.abstained
+
+
+def test_a_nudged_model_can_still_finish(server, database):
+    server.text("Three patients.")
+    server.tool_call("submit_answer", {"sql": "select count(*) from patients"})
+    answer = make_agent(server).run(ehrsql_view(database))
+    assert (answer.stop_reason, answer.answer_rows, answer.tool_calls) == ("finished", [[3]], 1)
+
+
+# --- ehrsql, single turn -------------------------------------------------------------------------------------------
+
+def test_single_turn_runs_the_sql_block_of_the_reply(server, database):
+    server.text("Here it is:\n```sql\nselect count(*) from labs where label = 'potassium';\n```\nDone.",
+                usage=(300, 12))
+    answer = make_agent(server, ehrsql_mode="single_turn").run(ehrsql_view(database, "How many potassium labs?"))
+
+    assert answer.sql == "select count(*) from labs where label = 'potassium'" and answer.answer_rows == [[2]]
+    assert (answer.input_tokens, answer.output_tokens, answer.tool_calls) == (300, 12, 0)
+    [body] = server.bodies()
+    assert "tools" not in body  # one plain reply, no tools
+    system = body["messages"][0]["content"]
+    assert "labs(subject_id INTEGER, label VARCHAR, value DOUBLE)" in system
+    assert "patients(subject_id INTEGER, gender VARCHAR, alive BOOLEAN)" in system
+
+
+def test_single_turn_null_is_an_abstention_and_failing_sql_no_answer(server, database):
+    server.text("null")
+    server.text("select nothing from nowhere")
+    agent = make_agent(server, ehrsql_mode="single_turn")
+
+    abstained = agent.run(ehrsql_view(database))
+    assert abstained.abstained and abstained.sql is None and abstained.answer_rows is None
+
+    failed = agent.run(ehrsql_view(database))
+    assert not failed.abstained and failed.sql == "select nothing from nowhere" and failed.answer_rows is None
+    assert failed.transcript[-1]["role"] == "harness"
+    assert failed.transcript[-1]["content"].startswith("the SQL failed: ")
+
+
+@pytest.mark.parametrize("text, sql", [
+    ("```sql\nSELECT 1;\n```", "SELECT 1"),
+    ("Sure.\n```SQL\nselect a\nfrom t\n```\nand ```sql\nselect 2\n```", "select a\nfrom t"),  # the first block
+    ("```\nselect 2\n```", "select 2"),  # a fence without a language
+    ("  select 3 ;  ", "select 3"),  # no fence: the whole reply
+    ("null", None),
+    ("NULL", None),
+    ("'null'", None),
+    ('"null";', None),
+    ("```sql\nnull\n```", None),
+    ("", None),
+    ("   ", None),
+])
+def test_extract_sql(text, sql):
+    assert extract_sql(text) == sql
+
+
+# --- chatqa ----------------------------------------------------------------------------------------------------------
+
+CHATQA_INSTRUCTION = "You want the number of patients in the database."
+
+
+class ChatPolicy:
+    """Every role of a chatqa trial, told apart by the system prompt: the user opens, then stops once the agent has
+    told it a result; the verifier accepts; the validator says `valid`; the agent submits, then tells the user."""
+
+    def __init__(self, valid: bool = True):
+        self.valid = valid
+        self.roles: list[str] = []
+
+    def __call__(self, request: Request) -> Reply:
+        messages = request.body["messages"]
+        system = messages[0]["content"]
+        if system == VERIFIER_PROMPT:
+            self.roles.append("verifier")
+            return Reply(text='{"ok": true, "feedback": ""}')
+        if system == VALIDATOR_PROMPT:
+            self.roles.append("validator")
+            verdict = "true" if self.valid else "false"
+            return Reply(text=f'{{"valid": {verdict}, "reason": "scripted"}}')
+        if system.startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):
+            self.roles.append("user")
+            if len(messages) <= 2:  # the system prompt and the opening cue
+                return Reply(text="Hi, I need a patient count.")
+            return Reply(text=f"Thanks, that is all. {STOP_TOKEN}")
+        assert "database assistant for clinicians" in system
+        self.roles.append("agent")
+        if any(m.get("tool_calls") for m in messages):
+            return Reply(text="There are 3 patients.")
+        return Reply(tool_calls=(("submit_answer", {"sql": "select count(*) from patients"}),))
+
+
+def chatqa_task(database: Path) -> EvalTask:
+    return EvalTask(TaskView("chatqa", "c1", "mimic_iv", CHATQA_INSTRUCTION, database=database),
+                    Gold(True, "[['3']]"))
+
+
+def test_a_conversation_records_the_submitted_answer(server, database, tmp_path):
+    policy = ChatPolicy()
+    server.respond(policy)
+    agent = make_agent(server)
+
+    answer = agent.run(chatqa_task(database).view)
+
+    # user opens (+ verifier), agent submits, agent tells the user, user stops (+ verifier), validator
+    assert policy.roles == ["user", "verifier", "agent", "agent", "user", "verifier", "validator"]
+    assert answer.answer_rows == [[3]] and answer.sql == "select count(*) from patients"
+    assert not answer.user_error and answer.user_turns == 2
+    assert (answer.tool_calls, answer.stop_reason) == (1, "text")  # the user ended the conversation
+    assert (answer.input_tokens, answer.output_tokens) == (20, 10)  # the agent's two calls only, 10 + 5 each
+    harness = answer.transcript[-1]
+    assert harness["user_tokens"] == [50, 25]  # 2 user + 2 verifier + 1 validator calls
+    [attempt] = harness["user_attempts"]
+    assert attempt["valid"] and [m["role"] for m in attempt["conversation"]] == ["user", "agent", "user"]
+    assert attempt["conversation"][-1] == {"role": "user", "content": "Thanks, that is all.", "stopped": True}
+
+    # the agent never sees the instruction; the user does
+    agent_body = next(r.body for r in server.requests if "clinicians" in r.body["messages"][0]["content"])
+    assert agent_body["messages"][1] == {"role": "user", "content": "Hi, I need a patient count."}
+    assert CHATQA_INSTRUCTION not in json.dumps(agent_body)
+    assert tool_names(agent_body) == [*DATABASE_TOOLS, "submit_answer", "abstain"]
+
+    row = run_trial(agent, chatqa_task(database), 0, "b1", tmp_path)
+    assert (row["status"], row["reward"], row["correct"], row["user_turns"]) == ("completed", 1.0, True, 2)
+
+
+def test_a_conversation_the_validator_always_rejects_is_rerun_then_invalid(server, database, tmp_path):
+    policy = ChatPolicy(valid=False)
+    server.respond(policy)
+    agent = make_agent(server, user_reruns=1)
+
+    answer = agent.run(chatqa_task(database).view)
+
+    assert answer.user_error
+    assert policy.roles.count("validator") == 2  # 1 + user_reruns attempts, each validated once
+    assert policy.roles.count("agent") == 4  # each attempt ran the whole conversation again
+    attempts = answer.transcript[-1]["user_attempts"]
+    assert [a["valid"] for a in attempts] == [False, False] and attempts[0]["validator"] == "scripted"
+
+    policy.roles.clear()
+    row = run_trial(agent, chatqa_task(database), 0, "b1", tmp_path)
+    assert policy.roles.count("validator") == 2
+    assert row["status"] == "invalid" and "simulated user" in row["error"]
+    assert row.get("reward") is None and row.get("correct") is None  # not scored
+    assert row["tool_calls"] == 1  # the last attempt's answer is still described
+
+
+# --- fhir ------------------------------------------------------------------------------------------------------------
+
+LAB = "http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-d-labitems"
+
+
+def _observation(id_: str, value: float, when: str) -> dict:
+    return {"resourceType": "Observation", "id": id_, "status": "final", "subject": {"reference": "Patient/pat-a"},
+            "code": {"coding": [{"system": LAB, "code": "50971", "display": "Potassium"}]},
+            "effectiveDateTime": when, "valueQuantity": {"value": value, "unit": "mEq/L"}}
+
+
+RESOURCES = [{"resourceType": "Patient", "id": "pat-a", "gender": "female"},
+             _observation("obs-1", 4.1, "2180-07-21T08:00:00-04:00"),
+             _observation("obs-2", 5.6, "2180-07-23T08:00:00-04:00")]
+
+
+@pytest.fixture(scope="module")
+def resources_db(tmp_path_factory) -> Path:
+    """A resources.duckdb with the FHIR export's table and columns."""
+    path = tmp_path_factory.mktemp("fhir") / "resources.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
+                    "source_table varchar, source_key json, resource json)")
+        con.executemany("insert into resources values (?, ?, ?, 'hand', '{}', ?)",
+                        [(r["id"], r["resourceType"], "pat-a", json.dumps(r)) for r in RESOURCES])
+    return path
+
+
+def fhir_task(resources_db: Path) -> EvalTask:
+    view = TaskView("fhir", "f1", "mimic_iv", "What was the patient's last potassium value?",
+                    context="Assume the current time is 2180-08-01 00:00:00.", fhir_resources=resources_db,
+                    patient_fhir_id="pat-a")
+    return EvalTask(view, Gold(True, "[['5.6']]", fhir_ids=("obs-2", "obs-9")))
+
+
+@pytest.mark.parametrize("answer_text, correct", [("The last potassium was 5.6 mEq/L.", True), ("4.1", False)])
+def test_fhir_free_text_answer_and_its_retrieval_are_scored(server, resources_db, tmp_path, answer_text, correct):
+    server.tool_call("get_resource", {"resource_type": "Observation", "id": "obs-2"})
+    server.tool_call("get_resource", {"resource_type": "Observation", "id": "Observation/obs-1"})
+    server.tool_call("get_resource", {"resource_type": "Observation", "id": "obs-2"})  # again: counted once
+    server.tool_call("submit_answer", {"answer": answer_text})
+    task = fhir_task(resources_db)
+
+    row = run_trial(make_agent(server, fhir_variant="retriever"), task, 0, "b1", tmp_path)
+
+    assert row["status"] == "completed" and row["answer"] == answer_text
+    assert (row["correct"], row["reward"], row["answer_judge"]) == (correct, float(correct), "match")
+    # retrieved obs-2, obs-1; gold obs-2, obs-9: precision 1/2, recall 1/2
+    assert (row["retrieval_precision"], row["retrieval_recall"]) == (0.5, 0.5)
+    assert (row["tool_calls"], row["stop_reason"]) == (4, "finished")
+    first = server.bodies()[0]
+    assert "The patient's FHIR Patient id is pat-a." in first["messages"][0]["content"]
+    assert "Assume the current time is 2180-08-01 00:00:00." in first["messages"][0]["content"]
+    assert json.loads(tool_results(server.bodies()[1])[0])["valueQuantity"]["value"] == 5.6
+
+
+def test_fhir_answer_fields(server, resources_db):
+    server.tool_call("get_resources_by_patient", {"resource_type": "Observation", "patient_id": "pat-a"})
+    server.tool_call("submit_answer", {"answer": "5.6"})
+    answer = make_agent(server, fhir_variant="retriever").run(fhir_task(resources_db).view)
+    assert (answer.answer_text, answer.free_text, answer.fhir_ids) == ("5.6", True, ("obs-1", "obs-2"))
+    assert answer.answer_rows is None and not answer.abstained
+
+
+@pytest.mark.parametrize("variant, tools", [
+    ("retriever", ["get_resources_by_patient", "get_resource"]),
+    ("search", ["fhir_search", "get_resource"]),
+    ("code", ["get_resources_by_patient", "get_resource", "fhir_search", "execute_python"]),
+])
+def test_fhir_variants_offer_their_tools_and_abstain(server, resources_db, variant, tools):
+    server.tool_call("abstain", {"reason": "no such lab"})
+    answer = make_agent(server, fhir_variant=variant).run(fhir_task(resources_db).view)
+    assert tool_names(server.bodies()[0]) == [*tools, "submit_answer", "abstain"]
+    assert answer.abstained and answer.answer_text is None and not answer.free_text and answer.fhir_ids == ()
+
+
+# --- dq --------------------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def dq_task(tmp_path) -> EvalTask:
+    """One table of four rows; r3 and r4 hold injected errors (two clusters)."""
+    folder = tmp_path / "dq" / "audit"
+    (folder / "data").mkdir(parents=True)
+    (folder / "gold").mkdir()
+    (folder / "instruction.md").write_text("Find implausible lab values.\n")
+    with gzip.open(folder / "data" / "labs.csv.gz", "wt", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerows([["_row_id", "value"], ["r1", "4.1"], ["r2", "5.6"], ["r3", "999"], ["r4", "-5"]])
+    labels = [dict(table="labs", row_id=row_id, cluster_id=cluster, family="range", subtype="s", role="corrupted",
+                   field="value", original_value="4", corrupted_value=value)
+              for row_id, cluster, value in [("r3", "c1", "999"), ("r4", "c2", "-5")]]
+    pq.write_table(pa.Table.from_pylist(labels, schema=LABEL_SCHEMA), folder / "gold" / "labels.parquet")
+    view = TaskView("dq", "audit", None, (folder / "instruction.md").read_text(), data_dir=folder / "data")
+    return EvalTask(view, Gold(dq_task_dir=folder))
+
+
+def test_load_audit_tables_reads_every_csv_as_text(dq_task, tmp_path):
+    database = load_audit_tables(dq_task.view.data_dir, tmp_path / "audit.duckdb")
+    with duckdb.connect(str(database), read_only=True) as con:
+        assert con.execute("select table_name from information_schema.tables").fetchall() == [("labs",)]
+        assert con.execute("select * from labs order by _row_id").fetchall() == [
+            ("r1", "4.1"), ("r2", "5.6"), ("r3", "999"), ("r4", "-5")]
+        assert {t for (t,) in con.execute("select data_type from information_schema.columns").fetchall()} == {
+            "VARCHAR"}
+
+
+def test_an_audit_flags_the_rows_its_queries_return(server, dq_task, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    server.tool_call("flag_rows", {"table": "labs", "query": "select _row_id from labs where value::double > 100"})
+    server.tool_call("flag_rows", {"table": "labs", "query": "select 'zz' as _row_id"})  # not a row: ignored
+    server.tool_call("flag_rows", {"table": "drugs", "query": "select _row_id from labs"})
+    server.tool_call("flag_rows", {"table": "labs", "query": "select _row_id from labs where valu < 0"})
+    server.tool_call("flag_rows", {"table": "labs", "query": "select _row_id from labs where value::double < 0;"})
+    server.tool_call("submit_audit")
+
+    row = run_trial(make_agent(server), dq_task, 0, "b1", tmp_path / "artifacts")
+
+    results = [m["content"] for m in json.loads(row["transcript"]) if m["role"] == "tool"]
+    assert results[:3] == ["Flagged.", "Flagged.", "Error: no table 'drugs'; the tables are labs"]
+    assert results[3].startswith("Error: the query failed: ") and "returning the _row_id column of labs" in results[3]
+    assert results[4:] == ["Flagged.", "Recorded."]
+    assert (row["status"], row["tool_calls"], row["tool_errors"], row["stop_reason"]) == ("completed", 6, 0,
+                                                                                         "finished")
+    # both clusters caught, every flagged row labelled
+    assert (row["dq_recall"], row["dq_precision"], row["reward"], row["correct"]) == (1.0, 1.0, 1.0, True)
+    assert Path(row["flagged_rows_path"]).read_text() == "table,_row_id\nlabs,r3\nlabs,r4\n"
+    port = server.base_url.split(":")[2].split("/")[0]  # the agent name as one portable folder name
+    assert Path(row["flagged_rows_path"]) == tmp_path / "artifacts" / f"llm_scripted_http_127.0.0.1_{port}_v1" / \
+        "dq" / "audit-0.csv"
+    assert list((tmp_path / "scratch").iterdir()) == []  # the scratch database is removed
+
+    first = server.bodies()[0]
+    assert tool_names(first) == ["table_search", "column_search", "sql_execute", "flag_rows", "submit_audit"]
+    assert "Find implausible lab values." in first["messages"][0]["content"]
+
+
+def test_a_partial_audit_scores_its_recall_and_precision(server, dq_task, tmp_path):
+    server.tool_call("flag_rows", {"table": "labs", "query": "select _row_id from labs where _row_id in ('r1', 'r3')"})
+    server.tool_call("submit_audit")
+    agent = make_agent(server)
+
+    row = run_trial(agent, dq_task, 0, "b1", tmp_path)
+
+    # 1 of 2 clusters caught (r3); 1 of 2 flagged rows labelled (r1 is clean): not passed
+    assert (row["dq_recall"], row["dq_precision"], row["reward"], row["correct"]) == (0.5, 0.5, 0.0, False)
+    assert Path(row["flagged_rows_path"]).read_text() == "table,_row_id\nlabs,r1\nlabs,r3\n"
+
+
+# --- endpoint failures -----------------------------------------------------------------------------------------------
+
+def ehrsql_task(database: Path) -> EvalTask:
+    return EvalTask(ehrsql_view(database), Gold(True, "[['3']]"))
+
+
+def test_a_server_error_is_transient_and_re_raised_for_a_later_retry(server, database, tmp_path):
+    server.error(500, "the GPU caught fire")
+    with pytest.raises(TransientTrialError, match="500.*the GPU caught fire") as raised:
+        run_trial(make_agent(server), ehrsql_task(database), 0, "b1", tmp_path, raise_transient=True)
+    assert isinstance(raised.value.__cause__, ChatError)
+    assert len(server.requests) == 1  # max_retries 0: no retry by the SDK
+
+    server.error(500, "the GPU caught fire")
+    row = run_trial(make_agent(server), ehrsql_task(database), 0, "b1", tmp_path)
+    assert (row["status"], row["reward"], row["correct"]) == ("error", 0.0, False)
+    assert row["error"].startswith(f"ChatError: openai:scripted@{server.base_url}: ") and "GPU caught fire" in \
+        row["error"]
+
+
+def test_a_refused_request_is_an_error_even_when_transients_are_raised(server, database, tmp_path):
+    server.error(401, "invalid api key")
+    row = run_trial(make_agent(server), ehrsql_task(database), 0, "b1", tmp_path, raise_transient=True)
+    assert row["status"] == "error" and row["error"].startswith("ChatError: ") and "invalid api key" in row["error"]
+
+
+@pytest.mark.parametrize("status, transient", [(429, True), (500, True), (503, True), (400, False), (401, False)])
+def test_which_chat_errors_are_transient(server, status, transient):
+    server.error(status, "scripted")
+    model = tool_chat_model(f"openai:scripted@{server.base_url}", timeout_s=5, max_retries=0)
+    with pytest.raises(ChatError) as raised:
+        model.chat([{"role": "user", "content": "hi"}], [])
+    assert raised.value.transient is transient
+    assert len(server.requests) == 1
+
+
+def test_an_agent_needs_an_llm_config_and_never_shows_its_key():
+    with pytest.raises(ValueError, match="agent 'oracle' is not an llm agent"):
+        LlmAgent(parse_agent("oracle"))
+    agent = LlmAgent(parse_agent("llm:openai:gpt-4o"), api_key="sk-secret-123")
+    assert "sk-secret" not in repr(agent) and repr(agent) == "LlmAgent('llm:openai:gpt-4o', model='openai:gpt-4o')"
