@@ -593,3 +593,33 @@ def test_evaluate_on_a_dask_cluster(first_build, cli_env):
     assert result.returncode == 0, result.stderr[-3000:]
     trials = duckdb.sql(f"select * from read_parquet('{data_dir}/results/run_id=dask/*.parquet')").df()
     assert len(trials) == 6 and (trials["reward"] == 1.0).all()
+
+
+def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_recorded(first_build, prefect_api_url):
+    """503 after the SDK's own retries (none here): the trial is retried as a Prefect task retry and then scores;
+    an endpoint that keeps failing leaves an error row (re-run on resume), and the run itself completes."""
+    from flows.evaluate import evaluate_agents
+    from tests.gold_policy import GoldPolicy
+    from tests.llm_servers import OpenAIServer, Reply
+
+    data_dir = first_build["data_dir"]
+    build_dir = (data_dir / "benchmarks" / "latest").resolve()
+    common = dict(suites=["ehrsql"], limit=1, transient_retries=1, retry_delay_s=0, data_dir=str(data_dir),
+                  agent_options={"max_retries": 0})
+    with OpenAIServer() as server:
+        server.error(503)
+        server.respond(GoldPolicy(build_dir))
+        folder = evaluate_agents(agents=[f"llm:scripted@{server.base_url}"], run_id="transient", **common)
+        (row,) = duckdb.sql(f"select status, reward from read_parquet('{folder}/*.parquet')").fetchall()
+        assert row == ("completed", 1.0) and len(server.requests) == 1 + 2  # the 503, then table_search + submit
+    with OpenAIServer() as server:
+        server.forever(Reply(text="overloaded", status=503))
+        folder = evaluate_agents(agents=[f"llm:scripted@{server.base_url}"], run_id="lasting", **common)
+        (row,) = duckdb.sql(f"select status, error from read_parquet('{folder}/*.parquet')").fetchall()
+        assert row[0] == "error" and row[1].startswith("TransientTrialError") and "503" in row[1]
+        assert len(server.requests) == 2  # the first try and one Prefect retry
+    with OpenAIServer() as server:
+        server.forever(Reply(text="invalid api key", status=401))  # refused: no retry at all
+        folder = evaluate_agents(agents=[f"llm:scripted@{server.base_url}"], run_id="refused", **common)
+        (row,) = duckdb.sql(f"select status, error from read_parquet('{folder}/*.parquet')").fetchall()
+        assert row[0] == "error" and row[1].startswith("ChatError") and len(server.requests) == 1

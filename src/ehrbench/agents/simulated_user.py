@@ -16,10 +16,10 @@ transient failure of the trial.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ehrbench.llm.tools import ChatTurn, ToolChatModel, Usage
+from ehrbench.llm.verdicts import verdict
 
 STOP_TOKEN = "###STOP###"
 
@@ -232,12 +232,12 @@ class SimulatedUser:
             self.transcript), draft=draft or "[empty message]")
         turn = self.verifier.chat([{"role": "system", "content": VERIFIER_PROMPT},
                                    {"role": "user", "content": request}], [], temperature=0.0)
-        answer = _json_object(turn.text)
-        ok = _flag(answer.get("ok")) if answer is not None else None
-        if ok is None:
+        found = verdict(turn.text, "ok")
+        if found is None:
             self.transcript.append({"role": "verifier", "ok": True, "draft": draft,
                                     "content": f"unreadable verifier answer, draft accepted: {turn.text!r}"})
             return True, "", turn.usage
+        ok, answer = found
         feedback = str(answer.get("feedback") or "").strip()
         if not ok:
             self.transcript.append({"role": "verifier", "ok": False, "draft": draft, "content": feedback})
@@ -250,10 +250,10 @@ def validate_conversation(model: ToolChatModel, instruction: str, conversation: 
     request = _JUDGE_REQUEST.format(instruction=instruction, conversation=render_conversation(conversation))
     turn = model.chat([{"role": "system", "content": VALIDATOR_PROMPT}, {"role": "user", "content": request}], [],
                       temperature=0.0)
-    answer = _json_object(turn.text)
-    valid = _flag(answer.get("valid")) if answer is not None else None
-    if valid is None:
+    found = verdict(turn.text, "valid")
+    if found is None:
         return Validation(True, f"the validator answer was unreadable, conversation kept: {turn.text!r}", turn.usage)
+    valid, answer = found
     return Validation(valid, str(answer.get("reason") or "").strip(), turn.usage)
 
 
@@ -273,28 +273,3 @@ def render_conversation(conversation: list[dict]) -> str:
 
 def _text(turn: ChatTurn) -> str:
     return (turn.text or "").strip()
-
-
-def _json_object(text: str | None) -> dict | None:
-    """The first JSON object in a model's answer, wherever it sits: bare, in a code fence, amid prose."""
-    text = text or ""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
-
-
-def _flag(value: object) -> bool | None:
-    """A verdict field as a bool; None when it is neither a bool nor "true"/"false" (an unreadable verdict)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from ehrbench.llm.tools import ToolChatModel, Usage
+from ehrbench.llm.verdicts import verdict
 from ehrbench.metrics.answers import answer_matches
 
 JUDGE_SYSTEM_PROMPT = """\
@@ -75,13 +76,13 @@ class AnswerJudge:
                                        **_render_gold(gold_answer_text))
         turn = self.model.chat([{"role": "system", "content": JUDGE_SYSTEM_PROMPT},
                                 {"role": "user", "content": request}], [], temperature=0.0)
-        verdict = _verdict(turn.text)
-        if verdict is None:
+        found = verdict(turn.text, "correct")
+        if found is None:
             # the rules already said no; the tokens were spent all the same
             return Judgement(False, f"unreadable judge reply, fell back to the normalised match: {turn.text!r}",
                              turn.usage, "match")
-        correct, reason = verdict
-        return Judgement(correct, reason, turn.usage, "llm")
+        correct, answer = found
+        return Judgement(correct, str(answer.get("reason") or "").strip(), turn.usage, "llm")
 
 
 def _render_gold(gold_answer_text: str) -> dict[str, str]:
@@ -98,23 +99,3 @@ def _render_predicted(predicted: str | list) -> str:
     if isinstance(predicted, str):
         return predicted.strip() or "(empty)"
     return json.dumps(predicted, default=str, ensure_ascii=False)
-
-
-def _verdict(text: str | None) -> tuple[bool, str] | None:
-    """(correct, reason) from the first JSON object with a boolean "correct" (or "true"/"false") in the reply, bare,
-    in a code fence or amid prose; None when there is none."""
-    text = text or ""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        correct = value.get("correct") if isinstance(value, dict) else None
-        if isinstance(correct, str) and correct.strip().lower() in ("true", "false"):
-            correct = correct.strip().lower() == "true"
-        if isinstance(correct, bool):
-            return correct, str(value.get("reason") or "").strip()
-        start = text.find("{", start + 1)
-    return None
