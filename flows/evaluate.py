@@ -17,6 +17,7 @@ same run id resumes: completed trials are skipped, a killed run loses at most it
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -87,10 +88,10 @@ def evaluate_agents(
     logger.info("run %s on build %s: %d tasks, %d trials to run (%d done before)", store.run_id, build_id,
                 len(tasks), len(pending), len(completed))
     run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
-    threads = max(DEFAULT_THREADS, concurrency_per_endpoint * len(set(limits.values())))
-    for start in range(0, len(pending), batch_size):
-        batch = pending[start:start + batch_size]
-        store.write(_run_batch(run_one, batch, build_id, store.artifacts, judge_model, limits, threads, dask_address))
+    for batch in _batches(pending, batch_size):  # one agent per batch: one endpoint, one limit
+        limit_name = limits.get(batch[0][0].name)
+        store.write(_run_batch(run_one, batch, build_id, store.artifacts, judge_model, limit_name,
+                               concurrency_per_endpoint, dask_address))
     table = metric_table(store.folder)
     create_table_artifact(key="evaluation-metrics", table=[_rounded(row) for row in table],
                           description=f"Metrics of run {store.run_id} on build {build_id}")
@@ -119,22 +120,41 @@ def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, artifact
         return run_trial(agent, task, trial, build_id, artifacts, judge=judge, raise_transient=True)
 
 
+def _batches(pending: list[tuple[Agent, EvalTask, int]], size: int):
+    """Consecutive trials of one agent, at most `size` of them (`pending` is ordered by agent)."""
+    start = 0
+    while start < len(pending):
+        agent = pending[start][0]
+        end = start
+        while end < len(pending) and end - start < size and pending[end][0] is agent:
+            end += 1
+        yield pending[start:end]
+        start = end
+
+
 def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str, artifacts: Path,
-               judge_model: str | None, limits: dict[str, str], threads: int, dask_address: str | None) -> list[dict]:
-    """The rows of one batch; a trial whose retries ran out becomes an error row (re-run on resume)."""
+               judge_model: str | None, limit_name: str | None, slots: int, dask_address: str | None) -> list[dict]:
+    """The rows of one batch of one agent; a trial whose retries ran out becomes an error row (re-run on resume).
+
+    How the endpoint's global concurrency limit is held: on local threads the batch takes `slots` slots at once and
+    runs on that many threads — one acquisition per batch, because each acquisition costs seconds on a SQLite-backed
+    Prefect server (its writes collide with the run's own: "database is locked", retried by the client); on Dask,
+    where the workers decide what runs when, every trial takes its own slot."""
+    per_trial = limit_name if dask_address else None
     parameters = {"agent": [a for a, _, _ in batch], "task": [t for _, t, _ in batch],
                   "trial": [k for _, _, k in batch], "build_id": unmapped(build_id), "artifacts": unmapped(artifacts),
-                  "judge_model": unmapped(judge_model), "limit_name": [limits.get(a.name) for a, _, _ in batch]}
+                  "judge_model": unmapped(judge_model), "limit_name": unmapped(per_trial)}
     if dask_address:
         from prefect_dask import DaskTaskRunner
 
-        runner = DaskTaskRunner(address=dask_address)  # the cluster outlives the run; only the client closes
-    else:
-        # As many threads as the endpoints' limits have slots: more would only queue at the limit, and Prefect's
-        # slot polling backs off (Retry-After grows with the queue), which would slow the whole run down.
-        runner = ThreadPoolTaskRunner(max_workers=threads)
-    with runner:
-        return _collect(runner.map(run_one, parameters), batch, build_id)
+        with DaskTaskRunner(address=dask_address) as runner:  # the cluster outlives the run; only the client closes
+            return _collect(runner.map(run_one, parameters), batch, build_id)
+    with ExitStack() as held:
+        if limit_name:
+            slots = min(slots, _limit_of(limit_name))  # another run may have lowered the limit since
+            held.enter_context(concurrency(limit_name, occupy=slots, strict=True))
+        with ThreadPoolTaskRunner(max_workers=slots if limit_name else DEFAULT_THREADS) as runner:
+            return _collect(runner.map(run_one, parameters), batch, build_id)
 
 
 def _collect(futures, batch: list[tuple[Agent, EvalTask, int]], build_id: str) -> list[dict]:
@@ -155,6 +175,11 @@ def endpoint_limits(configs: list[AgentConfig], per_endpoint: int) -> dict[str, 
             for name in sorted(set(limits.values())):
                 client.upsert_global_concurrency_limit_by_name(name, per_endpoint)
     return limits
+
+
+def _limit_of(name: str) -> int:
+    with get_client(sync_client=True) as client:
+        return client.read_global_concurrency_limit_by_name(name).limit
 
 
 def secret_api_keys(configs: list[AgentConfig]) -> dict[str, str]:

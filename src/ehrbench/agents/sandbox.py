@@ -177,7 +177,9 @@ class SqlSandbox:
 
     def _result(self, columns: list[str], rows: list[tuple]) -> QueryResult:
         truncated = len(rows) > self.max_rows
-        rows = [tuple(self._clean(v) if isinstance(v, str) else v for v in row) for row in rows[: self.max_rows]]
+        # a cell can hold a host path too (duckdb_databases(), current_setting(...)); only a '/' makes one possible
+        rows = [tuple(self._clean(v) if isinstance(v, str) and os.sep in v else v for v in row)
+                for row in rows[: self.max_rows]]
         return QueryResult(columns=columns, rows=rows, truncated=truncated, row_count_returned=len(rows))
 
     def _timeout_error(self) -> SqlError:

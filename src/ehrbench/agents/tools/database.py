@@ -32,6 +32,8 @@ MAX_CANDIDATES = 500_000
 # execute_rows (the final answer's SQL) returns up to this many rows: answers are scored on all their rows.
 ANSWER_MAX_ROWS = 10_000
 
+_CATALOGS: dict[tuple[str, int, int], dict[str, list[tuple[str, str]]]] = {}  # (path, mtime, size) -> catalog
+
 _TABLE = {"type": "string", "description": "a table name, as listed by table_search"}
 _COLUMN = {"type": "string", "description": "a column of that table, as listed by column_search"}
 _K = {"type": "integer", "description": "the most values to return (default 100)", "default": DEFAULT_K}
@@ -105,7 +107,12 @@ class DatabaseTools:
     def __enter__(self) -> DatabaseTools:
         self._sandbox.__enter__()
         try:
-            self._columns = self._read_catalog()
+            # a database file of a build never changes: its catalog is read once per process
+            stat = self.database.stat()
+            key = (str(self.database), stat.st_mtime_ns, stat.st_size)
+            if key not in _CATALOGS:
+                _CATALOGS[key] = self._read_catalog()
+            self._columns = _CATALOGS[key]
         except BaseException:
             self._sandbox.__exit__(None, None, None)
             raise
