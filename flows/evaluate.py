@@ -10,8 +10,9 @@
       → with a run prefix (the nightly deployment's), the comparison with the previous run of that prefix: metric
         changes and tasks that flipped (ehrbench.evaluation.compare) as a second artifact
 
-Results: data/results/run_id=<id>/part-*.parquet (DuckDB, pandas and polars read the folder). Re-running with the
-same run id resumes: completed trials are skipped, a killed run loses at most its batch in flight.
+Results: data/results/run_id=<id>/part-*.parquet (DuckDB, pandas and polars read the folder). Every trial spills its
+row the moment it ends; re-running with the same run id resumes: spilled rows become a part, completed trials are
+skipped — a killed run loses at most the trials in flight.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def evaluate_agents(
                          f"resume it with --build {sorted(earlier)[0]} or start a new run id")
     limits = endpoint_limits(configs, concurrency_per_endpoint)
     agent_objects = make_agents(configs, {task.key: task.gold for task in tasks}, secret_api_keys(configs))
+    recovered = store.recover()  # rows a killed run of this id spilled
+    if recovered:
+        logger.info("recovered the trials an interrupted run finished into %s", recovered.name)
     completed = store.completed()
     pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
@@ -90,7 +94,7 @@ def evaluate_agents(
     run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
     for batch in _batches(pending, batch_size):  # one agent per batch: one endpoint, one limit
         limit_name = limits.get(batch[0][0].name)
-        store.write(_run_batch(run_one, batch, build_id, store.artifacts, judge_model, limit_name,
+        store.write(_run_batch(run_one, batch, build_id, store, judge_model, limit_name,
                                concurrency_per_endpoint, dask_address))
     table = metric_table(store.folder)
     create_table_artifact(key="evaluation-metrics", table=[_rounded(row) for row in table],
@@ -111,13 +115,15 @@ def _retry_transient(task, task_run, state) -> bool:
 
 @task(name="run-trial", cache_policy=NONE, retry_condition_fn=_retry_transient,
       task_run_name="{agent.name}/{task.view.suite}/{task.view.task_id}/{trial}")
-def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts: Path, judge_model: str | None,
+def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, store: ResultStore, judge_model: str | None,
                limit_name: str | None) -> dict:
     judge = _answer_judge(judge_model)
-    if limit_name is None:
-        return run_trial(agent, task, trial, build_id, artifacts, judge=judge, raise_transient=True)
-    with concurrency(limit_name, occupy=1, strict=True):  # strict: a missing limit must not silently unthrottle
-        return run_trial(agent, task, trial, build_id, artifacts, judge=judge, raise_transient=True)
+    with ExitStack() as held:
+        if limit_name is not None:  # strict: a missing limit must not silently unthrottle
+            held.enter_context(concurrency(limit_name, occupy=1, strict=True))
+        row = run_trial(agent, task, trial, build_id, store.artifacts, judge=judge, raise_transient=True)
+    store.spill(row)  # kept even if the run is killed before the batch is written
+    return row
 
 
 def _batches(pending: list[tuple[Agent, EvalTask, int]], size: int):
@@ -132,7 +138,7 @@ def _batches(pending: list[tuple[Agent, EvalTask, int]], size: int):
         start = end
 
 
-def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str, artifacts: Path,
+def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str, store: ResultStore,
                judge_model: str | None, limit_name: str | None, slots: int, dask_address: str | None) -> list[dict]:
     """The rows of one batch of one agent; a trial whose retries ran out becomes an error row (re-run on resume).
 
@@ -142,7 +148,7 @@ def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str,
     where the workers decide what runs when, every trial takes its own slot."""
     per_trial = limit_name if dask_address else None
     parameters = {"agent": [a for a, _, _ in batch], "task": [t for _, t, _ in batch],
-                  "trial": [k for _, _, k in batch], "build_id": unmapped(build_id), "artifacts": unmapped(artifacts),
+                  "trial": [k for _, _, k in batch], "build_id": unmapped(build_id), "store": unmapped(store),
                   "judge_model": unmapped(judge_model), "limit_name": unmapped(per_trial)}
     if dask_address:
         from prefect_dask import DaskTaskRunner

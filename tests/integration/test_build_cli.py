@@ -623,3 +623,42 @@ def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_re
         folder = evaluate_agents(agents=[f"llm:scripted@{server.base_url}"], run_id="refused", **common)
         (row,) = duckdb.sql(f"select status, error from read_parquet('{folder}/*.parquet')").fetchall()
         assert row[0] == "error" and row[1].startswith("ChatError") and len(server.requests) == 1
+
+
+def test_a_killed_evaluation_resumes_without_losing_finished_trials(first_build, cli_env):
+    """SIGKILL in the middle of a batch: the trials that had ended are recovered from their spilled rows, not run
+    again; the resumed run completes the rest."""
+    from tests.gold_policy import GoldPolicy
+    from tests.llm_servers import OpenAIServer
+
+    data_dir = first_build["data_dir"]
+    build_dir = (data_dir / "benchmarks" / "latest").resolve()
+    pending = data_dir / "results" / "run_id=killed" / "pending"
+    policy = GoldPolicy(build_dir)
+
+    def slow(request):
+        time.sleep(0.5)
+        return policy(request)
+
+    with OpenAIServer() as server:
+        server.respond(slow)
+        args = ["evaluate", "--agent", f"llm:scripted@{server.base_url}", "--agent-option", "max_retries=0",
+                "--suite", "ehrsql", "--limit", "6", "--concurrency", "1", "--run-id", "killed",
+                "--data-dir", str(data_dir)]
+        process = subprocess.Popen([EHRBENCH, *args], env=cli_env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 240
+        while len(list(pending.glob("*.parquet"))) < 2:
+            assert process.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+            time.sleep(0.05)
+        os.killpg(process.pid, 9)
+        process.wait()
+        spilled = len(list(pending.glob("*.parquet")))
+        assert not list(pending.parent.glob("part-*.parquet"))  # killed inside its only batch
+        before = len(server.requests)
+        resumed = run_cli(args, cli_env)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        rerun_requests = len(server.requests) - before
+    trials = duckdb.sql(f"select task_id, trial, status, reward from read_parquet('{pending.parent}/*.parquet')").df()
+    assert len(trials) == 6 and not trials.duplicated(["task_id", "trial"]).any() and (trials["reward"] == 1.0).all()
+    assert rerun_requests == 2 * (6 - spilled)  # two model calls per trial, none for the recovered ones

@@ -141,6 +141,26 @@ def test_the_store_resumes_a_run_and_never_shows_half_a_part(tmp_path):
             ResultStore(tmp_path, bad)
 
 
+def test_a_killed_run_loses_only_the_trials_in_flight(tmp_path):
+    store = ResultStore(tmp_path, "r1")
+    store.write([_row("a", "q1", 0, 1.0)])
+    # two trials of the next batch end (each spills its row), then the run is killed before the batch is written
+    store.spill(_row("a", "q2", 0, 0.0, status="error"))
+    store.spill(_row("a", "q2", 0, 1.0))  # the same trial again (a retry): its later row replaces the first
+    store.spill(_row("llm:m@http://h:1/v1", "q3", 1, 1.0))
+    assert store.completed() == {("a", "ehrsql", "q1", 0)} and len(list(store.pending.glob("*.parquet"))) == 2
+    resumed = ResultStore(tmp_path, "r1")
+    part = resumed.recover()
+    assert part is not None and not list(resumed.pending.iterdir())
+    assert resumed.completed() == {("a", "ehrsql", "q1", 0), ("a", "ehrsql", "q2", 0),
+                                   ("llm:m@http://h:1/v1", "ehrsql", "q3", 1)}
+    assert pq.read_table(part).num_rows == 2 and resumed.recover() is None
+    # a batch that is written takes its rows out of pending/
+    resumed.spill(_row("a", "q4", 0, 1.0))
+    resumed.write([_row("a", "q4", 0, 1.0)])
+    assert not list(resumed.pending.glob("*.parquet")) and resumed.recover() is None
+
+
 def test_metric_table_from_the_parquet_parts(tmp_path):
     store = ResultStore(tmp_path, "r1")
     # task q1: trials 1, 1, 0 (s = 2 of n = 3); task q2: 0, 0, 0 (s = 0)

@@ -1,9 +1,12 @@
 """Trial results as parquet: one part per finished batch under `<results>/run_id=<id>/` (hive-partitioned, so
-DuckDB, pandas and polars read the folder directly), fixed schema, written atomically. A re-run with the same run
-id skips the (agent, suite, task, trial) rows that completed; a killed run loses at most its batch in flight."""
+DuckDB, pandas and polars read the folder directly), fixed schema, written atomically. Each trial also spills its
+row to `pending/` the moment it ends, so a killed run loses at most the trials in flight: the next run with the same
+run id first turns the spilled rows into a part (`recover`), then skips every (agent, suite, task, trial) that
+completed."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from pathlib import Path
@@ -43,6 +46,30 @@ class ResultStore:
         """Files a trial leaves besides its row (e.g. a data-quality submission)."""
         return self.folder / "artifacts"
 
+    @property
+    def pending(self) -> Path:
+        """One-row files of trials that ended but are not in a part yet (a subfolder: readers of the parts skip it)."""
+        return self.folder / "pending"
+
+    def spill(self, row: dict) -> Path:
+        """Keep one finished trial's row until its batch is written; the same trial's later row replaces it."""
+        self.pending.mkdir(parents=True, exist_ok=True)
+        path = self.pending / f"{_key_name(row)}.parquet"
+        partial = path.with_suffix(".partial")
+        pq.write_table(_table([row]), partial)
+        os.replace(partial, path)
+        return path
+
+    def recover(self) -> Path | None:
+        """The rows a killed run spilled, as a part (then their files go): call before `completed`."""
+        files = sorted(self.pending.glob("*.parquet"))
+        if not files:
+            return None
+        part = self.write(pq.read_table(files).to_pylist())
+        for file in files:
+            file.unlink(missing_ok=True)
+        return part
+
     def parts(self) -> list[Path]:
         return sorted(self.folder.glob("part-*.parquet"))
 
@@ -69,10 +96,20 @@ class ResultStore:
         if not rows:
             return None
         self.folder.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pylist([{name: row.get(name) for name in TRIAL_SCHEMA.names} for row in rows],
-                                     schema=TRIAL_SCHEMA)
         path = self.folder / f"part-{len(self.parts()):05d}-{uuid.uuid4().hex[:8]}.parquet"
         partial = path.with_suffix(".partial")
-        pq.write_table(table, partial)
+        pq.write_table(_table(rows), partial)
         os.replace(partial, path)
+        for row in rows:  # in the part now
+            (self.pending / f"{_key_name(row)}.parquet").unlink(missing_ok=True)
         return path
+
+
+def _table(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist([{name: row.get(name) for name in TRIAL_SCHEMA.names} for row in rows],
+                                schema=TRIAL_SCHEMA)
+
+
+def _key_name(row: dict) -> str:
+    """A file name for a trial's key (agent names hold '/' and ':')."""
+    return hashlib.sha1(repr(tuple(row[k] for k in TRIAL_KEY)).encode()).hexdigest()[:20]
