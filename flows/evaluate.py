@@ -18,7 +18,7 @@ skipped — a killed run loses at most the trials in flight.
 from __future__ import annotations
 
 import json
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -43,6 +43,10 @@ from ehrbench.evaluation.trial import TransientTrialError, failed_trial_row, run
 from ehrbench.llm.tools import tool_chat_model
 from ehrbench.settings import DataLayout, default_data_dir
 
+# Slots are leased and the lease renewed while the holder lives; a killed run's slots come back when its lease runs
+# out: the shortest lease the server accepts (Prefect's default, 300 s, would stall a resumed run that long).
+SLOT_LEASE_S = 60.0
+SLOT_WAIT_S = 900.0  # how long a batch waits for its endpoint's slots before the run stops and says why
 DEFAULT_THREADS = 4  # trials in flight without a model endpoint (oracle, abstain: they only read and score)
 
 
@@ -120,7 +124,7 @@ def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, store: R
     judge = _answer_judge(judge_model)
     with ExitStack() as held:
         if limit_name is not None:  # strict: a missing limit must not silently unthrottle
-            held.enter_context(concurrency(limit_name, occupy=1, strict=True))
+            held.enter_context(concurrency(limit_name, occupy=1, strict=True, lease_duration=SLOT_LEASE_S))
         row = run_trial(agent, task, trial, build_id, store.artifacts, judge=judge, raise_transient=True)
     store.spill(row)  # kept even if the run is killed before the batch is written
     return row
@@ -158,7 +162,7 @@ def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str,
     with ExitStack() as held:
         if limit_name:
             slots = min(slots, _limit_of(limit_name))  # another run may have lowered the limit since
-            held.enter_context(concurrency(limit_name, occupy=slots, strict=True))
+            held.enter_context(_endpoint_slots(limit_name, slots))
         with ThreadPoolTaskRunner(max_workers=slots if limit_name else DEFAULT_THREADS) as runner:
             return _collect(runner.map(run_one, parameters), batch, build_id)
 
@@ -181,6 +185,20 @@ def endpoint_limits(configs: list[AgentConfig], per_endpoint: int) -> dict[str, 
             for name in sorted(set(limits.values())):
                 client.upsert_global_concurrency_limit_by_name(name, per_endpoint)
     return limits
+
+
+@contextmanager
+def _endpoint_slots(name: str, slots: int):
+    """Hold `slots` of an endpoint's limit; give up after SLOT_WAIT_S with what to do about it."""
+    try:
+        with concurrency(name, occupy=slots, strict=True, lease_duration=SLOT_LEASE_S, timeout_seconds=SLOT_WAIT_S):
+            yield
+    except TimeoutError:
+        raise RuntimeError(
+            f"no free slots on the concurrency limit {name!r} after {SLOT_WAIT_S:.0f} s: another run is using the "
+            f"endpoint, or a killed run still holds them (a `prefect server` reclaims them {SLOT_LEASE_S:.0f} s "
+            f"after the kill; a temporary server never does). Free them with `prefect gcl update {name} "
+            "--active-slots 0` and re-run with the same run id.") from None
 
 
 def _limit_of(name: str) -> int:

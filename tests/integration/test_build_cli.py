@@ -53,6 +53,11 @@ def run_cli(args: list[str], env: dict, timeout: float = 600) -> subprocess.Comp
     return subprocess.run([EHRBENCH, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def run_prefect(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("prefect")), *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
 def error_line(text: str) -> str:
     """The CLI's own one-line error (Prefect's run logs may surround it)."""
     lines = [line for line in text.splitlines() if line.startswith("ehrbench: error:")]
@@ -645,16 +650,24 @@ def test_a_killed_evaluation_resumes_without_losing_finished_trials(first_build,
         args = ["evaluate", "--agent", f"llm:scripted@{server.base_url}", "--agent-option", "max_retries=0",
                 "--suite", "ehrsql", "--limit", "6", "--concurrency", "1", "--run-id", "killed",
                 "--data-dir", str(data_dir)]
-        process = subprocess.Popen([EHRBENCH, *args], env=cli_env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        log = data_dir / "killed-run.log"
+        with log.open("w") as output:
+            process = subprocess.Popen([EHRBENCH, *args], env=cli_env, stdout=output, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
         deadline = time.monotonic() + 240
         while len(list(pending.glob("*.parquet"))) < 2:
-            assert process.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+            assert process.poll() is None and time.monotonic() < deadline, \
+                f"the run ended before it could be killed:\n{log.read_text()[-3000:]}"
             time.sleep(0.05)
         os.killpg(process.pid, 9)
         process.wait()
         spilled = len(list(pending.glob("*.parquet")))
         assert not list(pending.parent.glob("part-*.parquet"))  # killed inside its only batch
+        # The dead run's slot stays leased: a `prefect server` reclaims it when the lease runs out, the test server
+        # runs no reclaiming service, so free it the way the flow's error message tells an operator to.
+        name = f"llm-endpoint:127.0.0.1:{server.base_url.split(':')[2].split('/')[0]}"
+        freed = run_prefect(["gcl", "update", name, "--active-slots", "0"], cli_env)
+        assert freed.returncode == 0, freed.stderr
         before = len(server.requests)
         resumed = run_cli(args, cli_env)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
