@@ -24,6 +24,7 @@ from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView
 from ehrbench.evaluation.trial import TransientTrialError, run_trial
 from ehrbench.llm.chat import ChatError
 from ehrbench.llm.tools import tool_chat_model
+from tests.fhir_fakes import write_resources_db
 from tests.llm_servers import OpenAIServer, Reply, Request
 
 pytestmark = pytest.mark.integration
@@ -341,14 +342,7 @@ RESOURCES = [{"resourceType": "Patient", "id": "pat-a", "gender": "female"},
 
 @pytest.fixture(scope="module")
 def resources_db(tmp_path_factory) -> Path:
-    """A resources.duckdb with the FHIR export's table and columns."""
-    path = tmp_path_factory.mktemp("fhir") / "resources.duckdb"
-    with duckdb.connect(str(path)) as con:
-        con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
-                    "source_table varchar, source_key json, resource json)")
-        con.executemany("insert into resources values (?, ?, ?, 'hand', '{}', ?)",
-                        [(r["id"], r["resourceType"], "pat-a", json.dumps(r)) for r in RESOURCES])
-    return path
+    return write_resources_db(tmp_path_factory.mktemp("fhir") / "resources.duckdb", RESOURCES)
 
 
 def fhir_task(resources_db: Path) -> EvalTask:

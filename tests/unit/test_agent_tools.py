@@ -15,6 +15,7 @@ from ehrbench.agents.sandbox import SqlError
 from ehrbench.agents.tools import DatabaseTools, FhirTools, ValueSimilarity
 from ehrbench.fhir.search import SearchIndex, parse_search
 from ehrbench.llm.tools import ToolCall
+from tests.fhir_fakes import write_resources_db
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "data" / "benchmarks" / "latest"
@@ -312,16 +313,7 @@ RESOURCES = [
 
 @pytest.fixture(scope="module")
 def resources_db(tmp_path_factory) -> Path:
-    """A resources.duckdb with the FHIR export's table and columns."""
-    path = tmp_path_factory.mktemp("fhir") / "resources.duckdb"
-    with duckdb.connect(str(path)) as con:
-        con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
-                    "source_table varchar, source_key json, resource json)")
-        con.executemany("insert into resources values (?, ?, ?, 'hand', '{}', ?)", [
-            (r["id"], r["resourceType"],
-             r["id"] if r["resourceType"] == "Patient" else r.get("subject", {}).get("reference", "")[8:] or None,
-             json.dumps(r)) for r in RESOURCES])
-    return path
+    return write_resources_db(tmp_path_factory.mktemp("fhir") / "resources.duckdb", RESOURCES)
 
 
 @pytest.fixture(scope="module")

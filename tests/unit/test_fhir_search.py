@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from pathlib import Path
 
-import duckdb
 import pytest
 
 from ehrbench.fhir.search import (
@@ -21,6 +19,7 @@ from ehrbench.fhir.search import (
     parse_search,
     search_parameters,
 )
+from tests.fhir_fakes import write_resources_db
 
 LAB = "http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-d-labitems"
 LOINC = "http://loinc.org"
@@ -78,19 +77,6 @@ def sample_resources(extra_observations: int = 0) -> list[dict]:
     resources += [_observation(f"obs-x{n:04d}", "pat-b", [(CHART, "220045")], "2180-09-01T08:00:00-04:00")
                   for n in range(extra_observations)]
     return resources
-
-
-def write_resources_db(path: Path, resources: list[dict]) -> Path:
-    """A resources.duckdb as the FHIR export writes it (same table and columns)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with duckdb.connect(str(path)) as con:
-        con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
-                    "source_table varchar, source_key json, resource json)")
-        con.executemany("insert into resources values (?, ?, ?, 'hand', '{}', ?)", [
-            (r["id"], r["resourceType"],
-             r["id"] if r["resourceType"] == "Patient" else r.get("subject", {}).get("reference", "/")[8:] or None,
-             json.dumps(r)) for r in resources])
-    return path
 
 
 @pytest.fixture(scope="module")
