@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 
 from ehrbench.cli import app as cli
 from ehrbench.fhir.server import create_app
+from tests.fhir_fakes import write_resources_db
 
-from ..unit.test_fhir_search import LAB, sample_resources, write_resources_db
+from ..unit.test_fhir_search import LAB, sample_resources
 
 pytestmark = pytest.mark.integration
 
