@@ -81,15 +81,15 @@ def evaluate_agents(
     build_id = json.loads((build_dir / "manifest.json").read_text())["build_id"]
     tasks = load_tasks(build_dir, tuple(suites), limit, seed)
     store = ResultStore(layout.results, run_id or run_prefix + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    recovered = store.recover()  # rows a killed run of this id spilled
+    if recovered:
+        logger.info("recovered the trials an interrupted run finished into %s", recovered.name)
     earlier = store.builds() - {build_id}
     if earlier:  # a run mixing builds would compare answers to different gold
         raise ValueError(f"run {store.run_id} was made on build {', '.join(sorted(earlier))}, not {build_id}; "
                          f"resume it with --build {sorted(earlier)[0]} or start a new run id")
     limits = endpoint_limits(configs, concurrency_per_endpoint)
     agent_objects = make_agents(configs, {task.key: task.gold for task in tasks}, secret_api_keys(configs))
-    recovered = store.recover()  # rows a killed run of this id spilled
-    if recovered:
-        logger.info("recovered the trials an interrupted run finished into %s", recovered.name)
     completed = store.completed()
     pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
