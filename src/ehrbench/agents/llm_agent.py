@@ -147,10 +147,8 @@ class LlmAgent:
 
     def _database_tools(self, database: Path, tools: tuple[str, ...] | None = None) -> DatabaseTools:
         options = self.config.options
-        embedder = (embedding_model(options.embedding_model, timeout_s=options.timeout_s,
-                                    max_retries=options.max_retries) if options.embedding_model else None)
-        similarity = ValueSimilarity(synonyms=_synonyms() if options.value_search_synonyms else None,
-                                     embedder=embedder)
+        similarity = _value_similarity(options.value_search_synonyms, options.embedding_model, options.timeout_s,
+                                       options.max_retries)
         kwargs = {"tools": tools} if tools else {}
         return DatabaseTools(database, max_rows=ANSWER_ROWS, timeout_s=options.sql_timeout_s, similarity=similarity,
                              **kwargs)
@@ -275,6 +273,15 @@ def _tool_model(spec: str, api_key: str | None, timeout_s: float, max_retries: i
 def _synonyms() -> LayTerms:
     """The curated synonym table, read once per process."""
     return load_lay_terms()
+
+
+@cache
+def _value_similarity(synonyms: bool, embedding_spec: str | None, timeout_s: float,
+                      max_retries: int) -> ValueSimilarity:
+    """One per process and setting: its embedding client and cached value embeddings serve every trial."""
+    embedder = (embedding_model(embedding_spec, timeout_s=timeout_s, max_retries=max_retries)
+                if embedding_spec else None)
+    return ValueSimilarity(synonyms=_synonyms() if synonyms else None, embedder=embedder)
 
 
 @cache
