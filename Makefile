@@ -13,6 +13,8 @@ MIMIC_IV_DIR ?= $(EHRBENCH_MIMIC_IV_DIR)
 EICU_DIR ?= $(EHRBENCH_EICU_DIR)
 # Published EHRSQL-2024 mimic_iv/ folder (optional): its valid questions get FHIR resource-id ground truth.
 EHRSQL2024_DIR ?= $(EHRBENCH_EHRSQL2024_DIR)
+# The browser of the dashboard's browser test (Debian's package; Playwright drives it, downloads none).
+CHROMIUM ?= /usr/bin/chromium
 
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -49,7 +51,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install demo build builds test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate clean
+.PHONY: help install browser demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -68,7 +70,16 @@ build: ## build a benchmark (MIMIC_IV_DIR=… EICU_DIR=… local copies, else do
 builds: ## list published builds
 	$(UV) run ehrbench builds
 
-test: install ## the whole test suite (unit + integration)
+report: install ## render an evaluation run's dashboard into reports/site/ (RUN_ID=…, default: the newest run)
+	$(UV) run ehrbench report $(if $(RUN_ID),--run-id $(RUN_ID))
+
+browser: ## install Debian's Chromium for the dashboard's browser test, if it is missing (root or sudo)
+	@command -v $(CHROMIUM) >/dev/null 2>&1 || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@$(CHROMIUM) --version 2>/dev/null
+
+test: install browser ## the whole test suite (unit + integration)
 	$(UV) run pytest -n 2 --dist loadfile
 
 test-unit: install ## unit tests only

@@ -9,6 +9,8 @@
       → metric table (ehrbench.evaluation.report) as a Prefect artifact
       → with a run prefix (the nightly deployment's), the comparison with the previous run of that prefix: metric
         changes and tasks that flipped (ehrbench.evaluation.compare) as a second artifact
+      → the run's dashboard (flows/report.py: leaderboards with intervals, breakdowns, trends of the run's series with
+        regressions flagged, transcripts) rendered to reports/site/ and linked as an artifact
 
 Results: data/results/run_id=<id>/part-*.parquet (DuckDB, pandas and polars read the folder). Every trial spills its
 row the moment it ends; re-running with the same run id resumes: spilled rows become a part, completed trials are
@@ -42,6 +44,7 @@ from ehrbench.evaluation.tasks import SUITES, EvalTask, load_tasks
 from ehrbench.evaluation.trial import TransientTrialError, failed_trial_row, run_trial
 from ehrbench.llm.tools import tool_chat_model
 from ehrbench.settings import DataLayout, default_data_dir
+from flows.report import render_report
 
 # Slots are leased and the lease renewed while the holder lives; a killed run's slots come back when its lease runs
 # out: the shortest lease the server accepts (Prefect's default, 300 s, would stall a resumed run that long).
@@ -67,13 +70,16 @@ def evaluate_agents(
     retry_delay_s: float = 30.0,
     judge_model: str | None = None,
     dask_address: str | None = None,
+    report: bool = True,
+    report_dir: str | None = None,
     data_dir: str | None = None,
 ) -> str:
     """Evaluate `agents` on `suites` of `build` with `trials` trials per task; `limit`: tasks per suite (a seeded
     sample). An agent is `oracle`, `abstain`, an LLM spec (`llm:<model>@<base_url>`, `llm:openai:<model>`,
     `llm:gemini:<model>`; `agent_options` apply to these) or a mapping {name, model, options}. Without `run_id` the
     run is named `<run_prefix><UTC time>` and, when an earlier run of that prefix exists (the nightly schedule's),
-    compared with it. Returns the run's results folder."""
+    compared with it. With `report`, the run's dashboard is rendered into `report_dir` (default reports/site/).
+    Returns the run's results folder."""
     logger = get_run_logger()
     configs = parse_agents(agents, agent_options)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
@@ -109,6 +115,9 @@ def evaluate_agents(
         logger.info("compared with %s: %d tasks flipped", comparison.previous_run, len(comparison.flipped_tasks))
         create_markdown_artifact(key="evaluation-comparison", markdown=comparison_markdown(comparison, store.run_id),
                                  description="Metric changes and flipped tasks since the previous run")
+    if report:
+        render_report(run_id=store.run_id, trend_prefix=run_prefix or None, report_dir=report_dir,
+                      data_dir=str(layout.root))
     return str(store.folder)
 
 

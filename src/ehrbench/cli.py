@@ -213,6 +213,7 @@ def evaluate(
         help="Run id; an existing one is resumed. Default: a timestamp.")] = None,
     build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
     seed: Annotated[int, typer.Option(help="Seed of the task sample.")] = 0,
+    report: Annotated[bool, typer.Option(help="Render the run's dashboard (reports/site/) at the end.")] = True,
     data_dir: DataDir = None,
 ) -> None:
     """Run the evaluate-agents flow; prints the run's results folder (then see `ehrbench metrics`)."""
@@ -228,7 +229,7 @@ def evaluate(
         agent_options = parse_options(agent_option or [])
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
                                  agent_options=agent_options, judge_model=judge_model,
-                                 concurrency_per_endpoint=concurrency, dask_address=dask_address,
+                                 concurrency_per_endpoint=concurrency, dask_address=dask_address, report=report,
                                  **{name: values for name, values in chosen.items() if values})
     except (EhrbenchError, FileNotFoundError, ValueError) as exc:
         _err.print(f"[bold red]ehrbench: error:[/] {str(exc).splitlines()[0]}", soft_wrap=True, highlight=False)
@@ -266,6 +267,36 @@ def metrics(
         table.add_row(*("" if row.get(c) is None else f"{row[c]:.4g}" if isinstance(row.get(c), float)
                         else str(row[c]) for c in columns))
     Console(width=max(120, 14 * len(columns))).print(table)
+
+
+@app.command()
+def report(
+    run_id: Annotated[str | None, typer.Option(help="The evaluation run. Default: the newest run.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Site folder (replaced whole). Default: reports/site/ or EHRBENCH_REPORT_DIR.")] = None,
+    trend_prefix: Annotated[str | None, typer.Option(
+        help="Runs whose id is <prefix><UTC time> form the trend. Default: this run id without its time.")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap replicates of the intervals (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    data_dir: DataDir = None,
+) -> None:
+    """Render a run's dashboard (leaderboards, breakdowns, curves, trends, transcripts, build) as a static site
+    and publish it as Prefect artifacts; prints the path of index.html."""
+    root = (data_dir or default_data_dir()).resolve()
+    os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from ehrbench.reports.assemble import newest_run
+    from flows.report import render_report
+
+    try:
+        run_id = run_id or newest_run(DataLayout(root=root).results)
+        _check_prefect_api()
+        index = render_report(run_id=run_id, trend_prefix=trend_prefix, bootstrap_replicates=bootstrap,
+                              bootstrap_seed=seed, report_dir=str(out.resolve()) if out else None, data_dir=str(root))
+    except (EhrbenchError, FileNotFoundError, ValueError) as exc:
+        _err.print(f"[bold red]ehrbench: error:[/] {str(exc).splitlines()[0]}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    typer.echo(index)
 
 
 dq_app = typer.Typer(help="Data-quality auditing tasks.", no_args_is_help=True)

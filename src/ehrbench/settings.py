@@ -15,6 +15,11 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("EHRBENCH_DATA_DIR", "data")).resolve()
 
 
+def default_report_dir() -> Path:
+    """Where the report site is rendered: the project's reports/site/ unless EHRBENCH_REPORT_DIR says otherwise."""
+    return Path(os.environ.get("EHRBENCH_REPORT_DIR", Path(__file__).resolve().parents[2] / "reports" / "site"))
+
+
 class QuestionSettings(BaseModel):
     """How a build generates its questions (stage questions)."""
 

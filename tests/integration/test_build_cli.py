@@ -20,6 +20,7 @@ import pytest
 
 from ehrbench.profiles import schema_renames
 from ehrbench.renaming import SchemaRename, published_rename
+from tests.browser import chromium_page, screenshot
 from tests.conftest import SHARED_DATA, mimic_fhir_id
 
 pytestmark = pytest.mark.integration
@@ -43,7 +44,8 @@ def cli_env(prefect_api_url, mimic_demo_dir, eicu_demo_dir, tmp_path_factory):
     home = tmp_path_factory.mktemp("prefect-home")
     env.update(PREFECT_API_URL=prefect_api_url, DO_NOT_TRACK="1", PREFECT_HOME=str(home),
                PREFECT_PROFILES_PATH=str(home / "profiles.toml"),
-               EHRBENCH_MIMIC_IV_DIR=str(mimic_demo_dir), EHRBENCH_EICU_DIR=str(eicu_demo_dir))
+               EHRBENCH_MIMIC_IV_DIR=str(mimic_demo_dir), EHRBENCH_EICU_DIR=str(eicu_demo_dir),
+               EHRBENCH_REPORT_DIR=str(tmp_path_factory.mktemp("report") / "site"))
     if EHRSQL_2024.is_dir():  # the published questions to ground in FHIR resources
         env["EHRBENCH_EHRSQL2024_DIR"] = str(EHRSQL_2024)
     return env
@@ -531,6 +533,23 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(first_build, cli
                for s in ("ehrsql", "chatqa", "fhir", "dq"))
     assert rows[("oracle", "ehrsql")]["RS(N)"] == 1.0 and rows[("oracle", "fhir")]["retrieval_recall"] == 1.0
     assert rows[("abstain", "ehrsql")]["F1_ans"] == 0.0
+
+    # the run's dashboard (evaluate-agents' last stage) shows these trials' values in a real browser
+    index = Path(cli_env["EHRBENCH_REPORT_DIR"]) / "index.html"
+    expected = trials.groupby(["suite", "agent"])["reward"].mean().to_dict()
+    with chromium_page() as page:
+        page.goto(index.as_uri())
+        for (suite, agent), value in expected.items():
+            cell = page.locator(f'table.leaderboard[data-suite="{suite}"] tr.agent-row[data-agent="{agent}"] '
+                                'td[data-metric="success_rate"]')
+            assert float(cell.get_attribute("data-value")) == pytest.approx(value), (suite, agent)
+        abstain_dq = 'table.leaderboard[data-suite="dq"] tr.agent-row[data-agent="abstain"]'
+        page.locator(f"{abstain_dq} a.failing-link").first.click()
+        page.locator("table.failing a.task-link").first.click()
+        page.locator("details.transcript > summary").first.click()
+        assert "flagged nothing" in page.locator("details.transcript").first.inner_text()
+        assert page.errors == [] and all(url.startswith("file://") for url in page.requested)
+        screenshot(page, "report-demo-dq-task")
 
     again = run_cli(args, cli_env)  # same run id: every trial is done, nothing runs again
     assert again.returncode == 0, again.stderr[-3000:]

@@ -210,7 +210,8 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
 
     # The worker is the flow runs' environment: it knows the server and the data directory, but not
     # the repo or the source folders, which must come from the deployment (prefect.yaml templating).
-    worker_env = {**client_env, "EHRBENCH_DATA_DIR": str(data_dir), "PREFECT_WORKER_QUERY_SECONDS": "2"}
+    worker_env = {**client_env, "EHRBENCH_DATA_DIR": str(data_dir), "PREFECT_WORKER_QUERY_SECONDS": "2",
+                  "EHRBENCH_REPORT_DIR": str(tmp / "site")}
     prefect_stack["processes"].append(Background(
         "worker", ["worker", "start", "--pool", "local", "--name", "pytest-worker"], worker_env, tmp, logs))
 
@@ -254,9 +255,12 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         first, _, first_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300, parameters=few)
         assert first["state"]["type"] == "COMPLETED", f"{first['state']}\n{_log_tail(logs / 'worker.log', 60)}"
         assert "evaluation-metrics" in first_keys and "evaluation-comparison" not in first_keys
+        assert {"evaluation-report", "evaluation-report-summary"} <= first_keys  # the dashboard, last stage
         time.sleep(1.1)  # run ids carry the UTC second
         second, _, second_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300, parameters=few)
         assert second["state"]["type"] == "COMPLETED", f"{second['state']}\n{_log_tail(logs / 'worker.log', 60)}"
         assert "evaluation-comparison" in second_keys
     runs = sorted((data_dir / "results").glob("run_id=nightly-*"))
     assert len(runs) == 2 and all(list(run.glob("part-*.parquet")) for run in runs)
+    trends = (tmp / "site" / "trends.html").read_text()  # the second run's dashboard shows both nightly runs
+    assert all(run.name.removeprefix("run_id=") in trends for run in runs)

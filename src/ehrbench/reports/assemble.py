@@ -1,0 +1,168 @@
+"""An evaluation run's report data: DuckDB over the run's parquet parts, the build folder and the earlier runs of
+its series (`trends`), gathered into one `ReportData` for the site."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from ehrbench.reports import aggregates, catalog
+from ehrbench.reports.model import Bootstrap, Estimate, ReportData, TaskDetail, TrendPoint, TrialDetail
+
+RUN_TIME = re.compile(r"\d{8}T\d{6}Z$")  # the UTC time evaluate-agents appends to a run prefix
+MAX_TREND_RUNS = 30
+
+
+def run_parts(run_folder: Path) -> list[Path]:
+    parts = sorted(Path(run_folder).glob("part-*.parquet"))
+    if not parts:
+        raise FileNotFoundError(f"{run_folder}: no results (part-*.parquet); run `ehrbench evaluate` first")
+    return parts
+
+
+def newest_run(results_root: Path) -> str:
+    """The id of the run with the most recently written results."""
+    runs = [p for p in Path(results_root).glob("run_id=*") if any(p.glob("part-*.parquet"))]
+    if not runs:
+        raise FileNotFoundError(f"{results_root}: no evaluation runs; run `ehrbench evaluate` first")
+    newest = max(runs, key=lambda p: max(part.stat().st_mtime for part in p.glob("part-*.parquet")))
+    return newest.name.removeprefix("run_id=")
+
+
+def open_run(run_folder: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the run's trials as the table `trials`."""
+    con = duckdb.connect()
+    _use_run(con, run_folder)
+    return con
+
+
+def _use_run(con: duckdb.DuckDBPyConnection, run_folder: Path) -> None:
+    con.execute("create or replace temp table trials as select * from read_parquet(?, union_by_name = true)",
+                [[str(p) for p in run_parts(run_folder)]])
+
+
+def trend_prefix(run_id: str) -> str | None:
+    """The series a run belongs to: its id without the trailing UTC time (None: a hand-named run, no series)."""
+    return RUN_TIME.sub("", run_id) if RUN_TIME.search(run_id) else None
+
+
+def series_runs(results_root: Path, run_id: str, prefix: str | None, max_runs: int = MAX_TREND_RUNS) -> list[str]:
+    """Run ids of the series up to `run_id` (inclusive, oldest first): `<prefix><UTC time>` runs with results."""
+    if prefix is None:
+        return [run_id]
+    pattern = re.compile(re.escape(prefix) + RUN_TIME.pattern)
+    ids = sorted(p.name.removeprefix("run_id=") for p in Path(results_root).glob(f"run_id={prefix}*")
+                 if any(p.glob("part-*.parquet")))
+    ids = [i for i in ids if pattern.fullmatch(i) and i <= run_id]
+    if run_id not in ids:
+        ids.append(run_id)
+    return ids[-max_runs:]
+
+
+def report_data(results_root: Path, run_id: str, benchmarks_root: Path, *, bootstrap: Bootstrap,
+                prefix: str | None = None, max_trend_runs: int = MAX_TREND_RUNS) -> ReportData:
+    """Everything the site shows about run `run_id` (results under `results_root/run_id=<id>/`); the build folder
+    is `benchmarks_root/<build id>` (its facets and gold; the report still renders without it). `prefix` names the
+    trend series (default: the run id without its trailing UTC time)."""
+    run_folder = Path(results_root) / f"run_id={run_id}"
+    con = open_run(run_folder)
+    builds = [b for (b,) in con.execute("select distinct build_id from trials order by 1").fetchall()]
+    build_id = builds[-1] if builds else ""
+    build_dir = Path(benchmarks_root) / build_id if build_id else None
+    build_dir = build_dir if build_dir is not None and build_dir.is_dir() else None
+    catalog.register_build(con, build_dir)
+    board = aggregates.leaderboard(con, bootstrap)
+    data = ReportData(
+        run_id=run_id, build_id=build_id, generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        agents=[a for (a,) in con.execute("select distinct agent from trials order by 1").fetchall()],
+        suites=[s for s in ("ehrsql", "chatqa", "fhir", "dq") if s in board] + sorted(set(board) - {
+            "ehrsql", "chatqa", "fhir", "dq"}),
+        bootstrap=bootstrap, metrics={suite: aggregates.SUITE_METRICS.get(suite, aggregates.SUITE_METRICS["chatqa"])
+                                      for suite in board},
+        headline={suite: aggregates.HEADLINE.get(suite, "success_rate") for suite in board}, leaderboard=board,
+        breakdowns=aggregates.breakdowns(con), pass_curves=aggregates.pass_curves(con),
+        failing=aggregates.failing_tasks(con), tasks=task_details(con, build_dir),
+        build=catalog.build_info(build_dir, build_id))
+    runs = series_runs(results_root, run_id, trend_prefix(run_id) if prefix is None else prefix, max_trend_runs)
+    data.trend_runs = runs
+    data.trends = trends(results_root, runs, bootstrap, current=(run_id, board))
+    con.close()
+    return data
+
+
+def task_details(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> list[TaskDetail]:
+    """Every task of the run with its gold and every trial (prediction and transcript)."""
+    facets = catalog.task_facets(con)
+    cursor = con.execute("""
+        select t.suite, t.task_id, coalesce(t.db, q.db) as db, q.question, q.context, q.is_answerable,
+               q.gold_sql, q.gold_answer, q.gold_fhir_ids, t.agent, t.trial, t.status, t.reward, t.answer,
+               t.predicted_sql, t.abstained, t.retrieval_precision, t.retrieval_recall, t.dq_recall,
+               t.dq_precision, t.error, t.latency_s, t.input_tokens, t.output_tokens, t.cost_usd, t.tool_calls,
+               t.user_turns, t.stop_reason, t.transcript
+        from trials t left join task_text q on q.suite = t.suite and q.task_id = t.task_id
+        order by t.suite, t.task_id, t.agent, t.trial""")
+    names = [d[0] for d in cursor.description]
+    details: dict[tuple[str, str], TaskDetail] = {}
+    for values in cursor.fetchall():
+        row = dict(zip(names, values, strict=True))
+        key = (row["suite"], row["task_id"])
+        if key not in details:
+            details[key] = TaskDetail(
+                suite=row["suite"], task_id=row["task_id"], db=row["db"], question=row["question"] or "",
+                context=row["context"], facets=facets.get(key, {}), is_answerable=row["is_answerable"],
+                gold_sql=row["gold_sql"], gold_answer=row["gold_answer"],
+                gold_fhir_ids=list(row["gold_fhir_ids"] or []),
+                gold_dq_labels=catalog.dq_labels(build_dir, row["task_id"]) if row["suite"] == "dq" else [],
+                trials=[])
+        details[key].trials.append(TrialDetail(
+            **{k: row[k] for k in TrialDetail.__dataclass_fields__ if k != "transcript"},
+            transcript=_transcript(row["transcript"])))
+    return list(details.values())
+
+
+def _transcript(text: str | None) -> list[dict]:
+    if not text:
+        return []
+    try:
+        messages = json.loads(text)
+    except json.JSONDecodeError:
+        return [{"role": "harness", "content": text}]
+    return messages if isinstance(messages, list) else [{"role": "harness", "content": messages}]
+
+
+def trends(results_root: Path, runs: list[str], bootstrap: Bootstrap, current: tuple[str, dict]) -> list[TrendPoint]:
+    """Each leaderboard metric across the series' runs; a run's value outside the previous run's interval, in the
+    worse direction, is a regression (in the better one, an improvement)."""
+    boards = {}
+    for run_id in runs:
+        if run_id == current[0]:
+            boards[run_id] = current[1]
+        else:
+            with open_run(Path(results_root) / f"run_id={run_id}") as other:
+                boards[run_id] = aggregates.leaderboard(other, bootstrap)
+    points: list[TrendPoint] = []
+    previous: dict[tuple[str, str, str], Estimate] = {}
+    for run_id in runs:
+        for suite, rows in boards[run_id].items():
+            directions = {m.key: m.higher_is_better for m in aggregates.SUITE_METRICS.get(suite, [])}
+            for row in rows:
+                for metric, estimate in row.values.items():
+                    key = (row.agent, suite, metric)
+                    points.append(TrendPoint(run_id, row.agent, suite, metric, estimate,
+                                             _change(previous.get(key), estimate, directions.get(metric, True))))
+                    previous[key] = estimate
+    return points
+
+
+def _change(before: Estimate | None, now: Estimate, higher_is_better: bool) -> str | None:
+    if before is None or now.value is None or before.low is None or before.high is None:
+        return None
+    if now.value < before.low:
+        return "regression" if higher_is_better else "improvement"
+    if now.value > before.high:
+        return "improvement" if higher_is_better else "regression"
+    return None

@@ -1,0 +1,102 @@
+"""What a report knows about the tasks and the build of a run, read from the build folder into DuckDB:
+
+- `task_text` (suite, task_id, db, question, context, is_answerable, gold_sql, gold_answer, gold_fhir_ids): what a
+  task asked and its gold;
+- `task_facets` (suite, task_id, facet, value): the breakdowns a task counts in — question category (unanswerable
+  questions as one category), template, time expression, database, chatqa task type, FHIR resource type, data-quality
+  family and variant.
+
+A run whose build folder is gone still reports: the views are then empty, and pages show task ids only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from ehrbench.reports.model import BuildInfo
+
+FACETS_SQL = """
+create or replace temp table task_facets as
+select suite, question_id as task_id, 'category' as facet,
+       case when is_answerable then category else 'unanswerable' end as value from questions
+union all select suite, question_id, 'template', template_id from questions where template_id is not null
+union all select suite, question_id, 'database', db from questions where db is not null
+union all select suite, question_id, 'time_expression',
+                 coalesce(nullif(json_extract_string(time_kinds, '$.time'), ''), 'none') from questions
+union all select suite, question_id, 'task_type', json_extract_string(extra, '$.task_type')
+          from questions where suite = 'chatqa' and json_extract_string(extra, '$.task_type') is not null
+union all select suite, task_id, 'fhir_resource_type', resource_type
+          from (select suite, question_id as task_id,
+                       unnest(json_extract_string(extra, '$.fhir_resource_types[*]')) as resource_type
+                from questions where suite = 'fhir' and extra is not null)
+union all select 'dq', task_id, 'dq_family', family from dq_tasks
+union all select 'dq', task_id, 'dq_variant', variant from dq_tasks
+"""
+
+
+def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> None:
+    """Create `task_text` and `task_facets` for `build_dir` (empty when it is None or has no tasks)."""
+    questions = build_dir / "questions" / "questions.parquet" if build_dir else None
+    if questions is not None and questions.is_file():
+        con.execute("create or replace temp table questions as select * from read_parquet(?)", [str(questions)])
+    else:
+        con.execute("""create or replace temp table questions (question_id varchar, suite varchar, db varchar,
+                       template_id varchar, category varchar, is_answerable boolean, question varchar,
+                       context varchar, time_kinds varchar, extra varchar, gold_sql_duckdb varchar,
+                       answer_text varchar, fhir_ids varchar[])""")
+    con.execute("create or replace temp table dq_tasks (task_id varchar, instruction varchar, family varchar, "
+                "variant varchar)")
+    for folder in sorted((build_dir / "dq").glob("*/instruction.md")) if build_dir else []:
+        task_id = folder.parent.name
+        con.execute("insert into dq_tasks values (?, ?, ?, ?)",
+                    [task_id, folder.read_text(), task_id.removesuffix("_clues"),
+                     "clues" if task_id.endswith("_clues") else "base"])
+    con.execute("""
+        create or replace temp table task_text as
+        select suite, question_id as task_id, db, question, context, is_answerable, gold_sql_duckdb as gold_sql,
+               answer_text as gold_answer, coalesce(fhir_ids, []::varchar[]) as gold_fhir_ids from questions
+        union all
+        select 'dq', task_id, null, instruction, null, null, null, null, []::varchar[] from dq_tasks""")
+    con.execute(FACETS_SQL)
+
+
+def task_facets(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """(suite, task_id) -> facet -> values."""
+    facets: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for suite, task_id, facet, value in con.execute(
+            "select suite, task_id, facet, value from task_facets order by all").fetchall():
+        facets.setdefault((suite, task_id), {}).setdefault(facet, []).append(value)
+    return facets
+
+
+def dq_labels(build_dir: Path | None, task_id: str) -> list[dict]:
+    """The hidden labels of a data-quality task (the report is for the benchmark's authors, not its agents)."""
+    path = build_dir / "dq" / task_id / "gold" / "labels.parquet" if build_dir else None
+    if path is None or not path.is_file():
+        return []
+    return pq.read_table(path).to_pylist()
+
+
+def build_info(build_dir: Path | None, build_id: str) -> BuildInfo | None:
+    """The build's manifest and quarantine (None when the build folder is gone)."""
+    if build_dir is None or not (build_dir / "manifest.json").is_file():
+        return None
+    manifest = json.loads((build_dir / "manifest.json").read_text())
+    quarantine: list[dict] = []
+    for path in sorted((build_dir / "quarantine").glob("*.parquet")):
+        columns = [c for c in ("question_id", "suite", "db", "template_id", "failed_expectations")
+                   if c in pq.read_schema(path).names]
+        quarantine += [{**row, "artefact": path.stem} for row in pq.read_table(path, columns=columns).to_pylist()]
+    data_docs = "gx/index.html" if (build_dir / "reports" / "gx" / "index.html").is_file() else None
+    return BuildInfo(build_id=manifest.get("build_id", build_id), manifest=manifest, quarantine=quarantine,
+                     data_docs=data_docs)
+
+
+def data_docs_folder(build_dir: Path | None) -> Path | None:
+    """The build's Great Expectations Data Docs, copied into the site as `gx/`."""
+    folder = build_dir / "reports" / "gx" if build_dir else None
+    return folder if folder is not None and (folder / "index.html").is_file() else None

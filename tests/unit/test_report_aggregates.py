@@ -1,0 +1,233 @@
+"""The report's aggregation queries on small hand-made parquet runs: values computed by hand, and the same values
+as `ehrbench.metrics` / the evaluation metric table (the definitions) on a random run."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from ehrbench.evaluation.report import metric_table
+from ehrbench.reports import aggregates, catalog
+from ehrbench.reports.assemble import open_run, report_data, series_runs, trend_prefix
+from ehrbench.reports.model import Bootstrap
+from tests.report_fixtures import trial, write_build, write_run
+
+NO_CI = Bootstrap(replicates=0, seed=0, level=0.95)
+
+
+def board_of(folder: Path, bootstrap: Bootstrap = NO_CI) -> dict:
+    with open_run(folder) as con:
+        return {(row.suite, row.agent): row for rows in aggregates.leaderboard(con, bootstrap).values()
+                for row in rows}
+
+
+def test_success_pass_k_and_counts_by_hand(tmp_path):
+    # task t1: 3 of 3 succeed; t2: 1 of 3 (one error); t3: 2 of 3, plus an invalid trial that is not scored
+    rows = [trial(task="t1", k=i) for i in range(3)]
+    rows += [trial(task="t2", k=0), trial(task="t2", k=1, reward=0.0),
+             trial(task="t2", k=2, status="error", reward=0.0)]
+    rows += [trial(task="t3", k=0), trial(task="t3", k=1), trial(task="t3", k=2, reward=0.0),
+             trial(task="t3", k=3, status="invalid", reward=None)]
+    row = board_of(write_run(tmp_path, "r", rows))[("ehrsql", "a")]
+    assert (row.tasks, row.trials, row.k, row.errors, row.invalid, row.failing_tasks) == (3, 9, 3, 1, 1, 2)
+    assert row.values["success_rate"].value == pytest.approx(6 / 9)
+    # k = 3 of 3 trials: Pass@3 = share of tasks with any success, Pass^3 = share with all successes
+    assert row.values["pass_at_k"].value == pytest.approx(1.0)
+    assert row.values["pass_hat_k"].value == pytest.approx(1 / 3)
+
+
+def test_pass_at_k_with_k_below_n_by_hand(tmp_path):
+    # one task, n = 4 trials, s = 1 success, k = 2 (another task has only 2 trials):
+    # Pass@2 = 1 − C(3,2)/C(4,2) = 1 − 3/6 = 0.5; Pass^2 = C(1,2)/C(4,2) = 0
+    rows = [trial(task="t1", k=0), *(trial(task="t1", k=i, reward=0.0) for i in (1, 2, 3)),
+            trial(task="t2", k=0), trial(task="t2", k=1)]
+    row = board_of(write_run(tmp_path, "r", rows))[("ehrsql", "a")]
+    assert row.k == 2
+    assert row.values["pass_at_k"].value == pytest.approx((0.5 + 1.0) / 2)
+    assert row.values["pass_hat_k"].value == pytest.approx((0.0 + 1.0) / 2)
+
+
+def test_reliability_score_and_f1_by_hand(tmp_path):
+    # 4 items: correct answer (+1), correct abstention on unanswerable (+1), abstained on answerable (0),
+    # wrong answer (−c); plus an error trial, which is not an outcome (RS and F1 count completed trials)
+    rows = [trial(task="t1"), trial(task="t2", answerable=False, abstained=True, reward=1.0),
+            trial(task="t3", abstained=True, reward=0.0), trial(task="t4", reward=0.0),
+            trial(task="t5", status="error", reward=0.0)]
+    values = board_of(write_run(tmp_path, "r", rows))[("ehrsql", "a")].values
+    assert values["rs_0"].value == pytest.approx(2 / 4)
+    assert values["rs_10"].value == pytest.approx((2 - 10) / 4)
+    assert values["rs_n"].value == pytest.approx((2 - 4) / 4)
+    # answered: t1, t4; answerable: t1, t3, t4 → F1_ans: P = 2/2, R = 2/3; F1_exe: tp = 1 → P 1/2, R 1/3
+    assert values["f1_ans"].value == pytest.approx(2 * 1 * (2 / 3) / (1 + 2 / 3))
+    assert values["f1_exe"].value == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+    assert values["success_rate"].value == pytest.approx(2 / 5)
+
+
+def test_fhir_and_dq_means_skip_missing_values(tmp_path):
+    rows = [trial(suite="fhir", task="f1", retrieval_precision=1.0, retrieval_recall=0.5),
+            trial(suite="fhir", task="f2", reward=0.0, retrieval_precision=None, retrieval_recall=0.0),
+            trial(suite="dq", task="d1", answerable=None, dq_recall=1.0, dq_precision=0.02),
+            trial(suite="dq", task="d2", answerable=None, reward=0.0, dq_recall=0.5, dq_precision=0.5,
+                  cost_usd=0.25, latency_s=3.0)]
+    board = board_of(write_run(tmp_path, "r", rows))
+    fhir, dq = board[("fhir", "a")].values, board[("dq", "a")].values
+    assert (fhir["retrieval_precision"].value, fhir["retrieval_recall"].value) == (1.0, 0.25)
+    assert fhir["success_rate"].value == 0.5
+    assert (dq["dq_recall"].value, dq["dq_precision"].value) == (0.75, pytest.approx(0.26))
+    assert "rs_10" not in dq and dq["cost_per_trial"].value == 0.25 and dq["latency_per_trial"].value == 3.0
+
+
+def test_the_leaderboard_agrees_with_the_metric_definitions_on_a_random_run(tmp_path):
+    rng = random.Random(5)
+    rows = []
+    for agent in ("a", "b"):
+        for suite in ("ehrsql", "chatqa", "fhir"):
+            for t in range(12):
+                answerable = rng.random() < 0.8
+                for k in range(4):
+                    status = rng.choices(["completed", "error", "invalid"], [0.85, 0.1, 0.05])[0]
+                    abstained = status == "completed" and rng.random() < 0.2
+                    good = status == "completed" and rng.random() < 0.6
+                    reward = None if status == "invalid" else float(
+                        (abstained and not answerable) or (good and not abstained and answerable))
+                    rows.append(trial(agent, suite, f"{suite}{t}", k, status, reward, answerable, abstained,
+                                      retrieval_precision=rng.random() if suite == "fhir" else None,
+                                      cost_usd=rng.random(), latency_s=rng.random()))
+    folder = write_run(tmp_path, "r", rows)
+    board = board_of(folder)
+    checked = 0
+    for reference in metric_table(folder):
+        values = board[(reference["suite"], reference["agent"])].values
+        k = reference["k"]
+        pairs = {"success_rate": "success_rate", f"pass@{k}": "pass_at_k", f"pass^{k}": "pass_hat_k",
+                 f"gap_{k}": "gap_k", "RS(0)": "rs_0", "RS(5)": "rs_5", "RS(10)": "rs_10", "RS(N)": "rs_n",
+                 "F1_ans": "f1_ans", "F1_exe": "f1_exe", "retrieval_precision": "retrieval_precision"}
+        for name, key in pairs.items():
+            if name in reference and key in values:
+                assert values[key].value == pytest.approx(reference[name]), (reference["agent"], name)
+                checked += 1
+    assert checked == 2 * (9 + 4 + 4)  # ehrsql: SR, Pass@k, Pass^k, RS×4, F1×2; chatqa: + Gap-k; fhir: + retrieval P
+
+
+def test_bootstrap_intervals_are_seeded_and_hold_the_estimate(tmp_path):
+    rng = random.Random(1)
+    rows = [trial(task=f"t{t}", k=k, reward=float(rng.random() < 0.5)) for t in range(30) for k in range(2)]
+    folder = write_run(tmp_path, "r", rows)
+    first = board_of(folder, Bootstrap(400, seed=3, level=0.95))[("ehrsql", "a")].values["success_rate"]
+    again = board_of(folder, Bootstrap(400, seed=3, level=0.95))[("ehrsql", "a")].values["success_rate"]
+    other = board_of(folder, Bootstrap(400, seed=4, level=0.95))[("ehrsql", "a")].values["success_rate"]
+    assert first == again and (first.low, first.high) != (other.low, other.high)
+    assert first.low < first.value < first.high
+    # a proportion over 30 tasks: the interval is about ±1.96·sqrt(p(1−p)/30) ≈ ±0.18 (trials within a task
+    # are resampled together, so not ±0.13 as 60 independent trials would give)
+    assert 0.25 < first.high - first.low < 0.5
+
+
+def test_an_agent_that_always_succeeds_has_a_degenerate_interval(tmp_path):
+    folder = write_run(tmp_path, "r", [trial(task=f"t{t}") for t in range(5)])
+    estimate = board_of(folder, Bootstrap(100, 0, 0.95))[("ehrsql", "a")].values["success_rate"]
+    assert (estimate.value, estimate.low, estimate.high) == (1.0, 1.0, 1.0)
+
+
+def test_wilson_interval_known_values():
+    low, high = aggregates.wilson(0, 10)
+    assert low == 0.0 and high == pytest.approx(0.2775, abs=1e-4)
+    low, high = aggregates.wilson(5, 10)
+    assert (low, high) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
+    assert aggregates.wilson(0, 0) == (None, None)
+
+
+def test_breakdowns_by_facet_with_wilson_intervals(tmp_path):
+    build = write_build(tmp_path / "benchmarks")
+    rows = [trial(task="t1", k=0), trial(task="t1", k=1, reward=0.0), trial(task="t2"),
+            trial(task="t3", answerable=False, abstained=True), trial(suite="fhir", task="f1", reward=0.0),
+            trial(suite="dq", task="combined_clues", answerable=None)]
+    with open_run(write_run(tmp_path / "results", "r", rows)) as con:
+        catalog.register_build(con, build)
+        aggregates.compute_task_stats(con)
+        found = {(b.facet, b.suite, b.value): b for b in aggregates.breakdowns(con)}
+    labs = found[("category", "ehrsql", "labs")]
+    assert (labs.tasks, labs.trials, labs.success_rate.value) == (2, 3, pytest.approx(2 / 3))
+    assert (labs.success_rate.low, labs.success_rate.high) == pytest.approx(aggregates.wilson(2, 3))
+    assert found[("category", "ehrsql", "unanswerable")].tasks == 1
+    assert found[("database", "ehrsql", "eicu")].trials == 2
+    assert found[("time_expression", "ehrsql", "rel-year-since")].trials == 2
+    assert found[("time_expression", "ehrsql", "none")].trials == 2
+    assert {v for f, s, v in found if f == "fhir_resource_type"} == {"Observation", "Encounter"}
+    assert found[("dq_family", "dq", "combined")].success_rate.value == 1.0
+    assert found[("dq_variant", "dq", "clues")].tasks == 1
+
+
+def test_pass_curve_starts_at_the_success_rate_and_diverges(tmp_path):
+    rows = [trial(task="t1", k=0), trial(task="t1", k=1, reward=0.0), trial(task="t1", k=2, reward=0.0),
+            trial(task="t2", k=0), trial(task="t2", k=1), trial(task="t2", k=2)]
+    with open_run(write_run(tmp_path, "r", rows)) as con:
+        aggregates.compute_task_stats(con)
+        curve = {p.k: p for p in aggregates.pass_curves(con)}
+    assert sorted(curve) == [1, 2, 3]
+    assert curve[1].pass_at_k == pytest.approx(4 / 6) and curve[1].pass_hat_k == pytest.approx(4 / 6)
+    # t1 (n=3, s=1): Pass@2 = 1 − C(2,2)/C(3,2) = 2/3, Pass^2 = 0; t2 always 1
+    assert curve[2].pass_at_k == pytest.approx((2 / 3 + 1) / 2) and curve[2].pass_hat_k == pytest.approx(0.5)
+    assert curve[3].pass_at_k == pytest.approx(1.0) and curve[3].pass_hat_k == pytest.approx(0.5)
+
+
+def test_failing_tasks_worst_first_with_their_question(tmp_path):
+    build = write_build(tmp_path / "benchmarks")
+    rows = [trial(task="t1", k=0), trial(task="t1", k=1, status="error", reward=0.0),
+            trial(task="t2", reward=0.0), trial(task="t3", answerable=False, abstained=True)]
+    with open_run(write_run(tmp_path / "results", "r", rows)) as con:
+        catalog.register_build(con, build)
+        aggregates.compute_task_stats(con)
+        failing = aggregates.failing_tasks(con)[("a", "ehrsql")]
+    assert [(f.task_id, f.mean_reward) for f in failing] == [("t2", 0.0), ("t1", 0.5)]
+    assert failing[1].question == "What was the last glucose?" and failing[1].statuses == "completed×1, error×1"
+
+
+def test_report_data_gathers_tasks_gold_and_transcripts(tmp_path):
+    write_build(tmp_path / "benchmarks")
+    rows = [trial(task="t1", answer="[['1']]", predicted_sql="select 1"),
+            trial(suite="dq", task="combined", answerable=None, reward=0.0, transcript="not json")]
+    write_run(tmp_path / "results", "r", rows)
+    data = report_data(tmp_path / "results", "r", tmp_path / "benchmarks", bootstrap=NO_CI)
+    tasks = {(t.suite, t.task_id): t for t in data.tasks}
+    t1 = tasks[("ehrsql", "t1")]
+    assert (t1.gold_sql, t1.gold_answer, t1.facets["category"]) == ("select 1", "[['1']]", ["labs"])
+    assert t1.trials[0].transcript == [{"role": "assistant", "content": "x"}]
+    dq = tasks[("dq", "combined")]
+    assert dq.question == "Audit combined" and dq.gold_dq_labels[0]["cluster_id"] == "c1"
+    assert dq.trials[0].transcript == [{"role": "harness", "content": "not json"}]
+    assert data.build.build_id == "b1" and data.suites == ["ehrsql", "dq"] and data.trend_runs == ["r"]
+
+
+def test_a_report_without_its_build_folder_still_renders_task_ids(tmp_path):
+    write_run(tmp_path / "results", "r", [trial(task="t1")])
+    data = report_data(tmp_path / "results", "r", tmp_path / "nowhere", bootstrap=NO_CI)
+    assert data.build is None and data.tasks[0].question == "" and data.breakdowns == []
+
+
+def test_series_runs_take_the_prefix_and_stop_at_the_run(tmp_path):
+    for run_id in ("nightly-20261101T020000Z", "nightly-20261102T020000Z", "nightly-20261103T020000Z",
+                   "20261102T020000Z", "nightly-x", "other"):
+        write_run(tmp_path, run_id, [trial()])
+    assert trend_prefix("nightly-20261102T020000Z") == "nightly-" and trend_prefix("other") is None
+    assert series_runs(tmp_path, "nightly-20261102T020000Z", "nightly-") == [
+        "nightly-20261101T020000Z", "nightly-20261102T020000Z"]
+    assert series_runs(tmp_path, "20261102T020000Z", "") == ["20261102T020000Z"]
+    assert series_runs(tmp_path, "other", None) == ["other"]
+
+
+def test_a_drop_beyond_the_previous_interval_is_a_regression(tmp_path):
+    good = [trial(task=f"t{t}", k=k) for t in range(20) for k in range(2)]
+    mixed = [trial(task=f"t{t}", k=k, reward=float(t % 4 == 0)) for t in range(20) for k in range(2)]
+    same = [trial(task=f"t{t}", k=k, reward=float(t % 4 == 0)) for t in range(20) for k in range(2)]
+    for run_id, rows in (("n-20261101T020000Z", mixed), ("n-20261102T020000Z", good),
+                         ("n-20261103T020000Z", same)):
+        write_run(tmp_path, run_id, rows)
+    data = report_data(tmp_path, "n-20261103T020000Z", tmp_path / "none", bootstrap=Bootstrap(200, 0, 0.95))
+    sr = {p.run_id: p for p in data.trends if p.metric == "success_rate"}
+    assert data.trend_runs == ["n-20261101T020000Z", "n-20261102T020000Z", "n-20261103T020000Z"]
+    assert sr["n-20261101T020000Z"].change is None
+    assert sr["n-20261102T020000Z"].change == "improvement"
+    assert sr["n-20261103T020000Z"].change == "regression"
