@@ -51,7 +51,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install browser demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate clean
+.PHONY: help install browser demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -154,6 +154,9 @@ bench-questions: install ## questions generated and validated per second on the 
 
 bench-evaluate: install ## evaluation harness: trials per second through the flow (oracle; LLM agent on a scripted server)
 	$(UV) run python bench/evaluate.py
+
+bench-report: install ## report dashboards: aggregation and rendering time and site size for a large synthetic run and its nightly series
+	$(UV) run python bench/report.py
 
 bench-dq: install ## audit tasks: extract, injection and writing time, rule-auditor scores on the demo and its x10 scale-up
 	$(UV) run python bench/dq.py

@@ -48,6 +48,7 @@ FACET_LABELS = {
     "template": "Template",
     "time_expression": "Time expression",
     "database": "Database",
+    "task_type": "chatqa task type (IncreQA / AdaptQA)",
     "fhir_resource_type": "FHIR resource type",
     "dq_family": "DQ family",
     "dq_variant": "DQ variant",
