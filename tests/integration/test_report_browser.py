@@ -45,8 +45,8 @@ def run_rows(good: bool) -> list[dict]:
                            cost_usd=0.002, latency_s=1.5),
                      trial(agent, "ehrsql", "t2", k, reward=0.0 if fails else 1.0, transcript=transcript("2")),
                      trial(agent, "ehrsql", "t3", k, answerable=False, abstained=True, reward=1.0),
-                     trial(agent, "fhir", "f1", k, reward=float(agent == "oracle"), retrieval_precision=1.0,
-                           retrieval_recall=0.5 if agent == LLM else 1.0),
+                     trial(agent, "fhir", "f1", k, reward=float(agent == "oracle"), retrieval_precision=0.5,
+                           retrieval_recall=0.5, retrieved_fhir_ids=["id-1", "id-9"]),
                      trial(agent, "dq", "combined", k, answerable=None, reward=float(agent == "oracle"),
                            dq_recall=1.0 if agent == "oracle" else 0.5, dq_precision=0.2)]
     rows.append(trial(LLM, "ehrsql", "t2", 3, status="invalid", reward=None))
@@ -136,5 +136,9 @@ def test_trends_breakdowns_curves_and_build_pages_draw(site):
         assert LLM in regressions and "success_rate" in regressions  # 8/9 → 3/9, below the previous interval
         page.goto((index.parent / "build.html").as_uri())
         assert "b1" in page.inner_text("body")
+        page.goto((index.parent / "tasks" / "index.html").as_uri())
+        page.locator("a", has_text="f1").first.click()
+        retrieved = page.locator("section.trial details.retrieved").first.inner_text()
+        assert "2; 1 in the gold" in retrieved and "id-1  ✓ gold" in retrieved  # retrieved ids beside the gold
         assert page.errors == [] and all(url.startswith("file://") for url in page.requested)
         print("screenshot:", screenshot(page, "report-build"))

@@ -188,6 +188,7 @@ def test_failing_tasks_worst_first_with_their_question(tmp_path):
 def test_report_data_gathers_tasks_gold_and_transcripts(tmp_path):
     write_build(tmp_path / "benchmarks")
     rows = [trial(task="t1", answer="[['1']]", predicted_sql="select 1"),
+            trial(suite="fhir", task="f1", retrieved_fhir_ids=["id-2", "other"]),
             trial(suite="dq", task="combined", answerable=None, reward=0.0, transcript="not json")]
     write_run(tmp_path / "results", "r", rows)
     data = report_data(tmp_path / "results", "r", tmp_path / "benchmarks", bootstrap=NO_CI)
@@ -198,7 +199,10 @@ def test_report_data_gathers_tasks_gold_and_transcripts(tmp_path):
     dq = tasks[("dq", "combined")]
     assert dq.question == "Audit combined" and dq.gold_dq_labels[0]["cluster_id"] == "c1"
     assert dq.trials[0].transcript == [{"role": "harness", "content": "not json"}]
-    assert data.build.build_id == "b1" and data.suites == ["ehrsql", "dq"] and data.trend_runs == ["r"]
+    f1 = tasks[("fhir", "f1")]
+    assert (f1.gold_fhir_ids, f1.trials[0].retrieved_fhir_ids) == (["id-1", "id-2"], ["id-2", "other"])
+    assert t1.trials[0].retrieved_fhir_ids == []
+    assert data.build.build_id == "b1" and data.suites == ["ehrsql", "fhir", "dq"] and data.trend_runs == ["r"]
 
 
 def test_a_report_without_its_build_folder_still_renders_task_ids(tmp_path):

@@ -36,8 +36,9 @@ DQ_TASK = "combined_clues"
 
 def _trial(agent: str, trial: int, status: str, reward: float | None, transcript: list[dict], **fields) -> TrialDetail:
     values = dict(answer=None, predicted_sql=None, abstained=None, retrieval_precision=None, retrieval_recall=None,
-                  dq_recall=None, dq_precision=None, error=None, latency_s=1.5, input_tokens=1200, output_tokens=80,
-                  cost_usd=None, tool_calls=1, user_turns=None, stop_reason="submit")
+                  retrieved_fhir_ids=[], dq_recall=None, dq_precision=None, error=None, latency_s=1.5,
+                  input_tokens=1200, output_tokens=80, cost_usd=None, tool_calls=1, user_turns=None,
+                  stop_reason="submit")
     values.update(fields)
     return TrialDetail(agent=agent, trial=trial, status=status, reward=reward, transcript=transcript, **values)
 

@@ -23,6 +23,7 @@ TRIAL_SCHEMA = pa.schema([
     ("reward", pa.float64()), ("correct", pa.bool_()), ("is_answerable", pa.bool_()), ("abstained", pa.bool_()),
     ("answer", pa.string()), ("predicted_sql", pa.string()),
     ("retrieval_precision", pa.float64()), ("retrieval_recall", pa.float64()),
+    ("retrieved_fhir_ids", pa.list_(pa.string())),  # the FHIR resources a fhir trial retrieved (scored above)
     ("dq_recall", pa.float64()), ("dq_precision", pa.float64()), ("flagged_rows_path", pa.string()),
     ("answer_judge", pa.string()),  # how a free-text answer was judged: match | llm
     ("tool_calls", pa.int32()), ("tool_errors", pa.int32()), ("stop_reason", pa.string()),

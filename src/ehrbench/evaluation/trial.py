@@ -92,7 +92,8 @@ def _scored(task: EvalTask, answer: AgentAnswer, submission: Path, judge: Answer
     scored.update(reward=float(correct), correct=correct)
     if task.view.suite == "fhir":
         retrieval = retrieval_score(answer.fhir_ids, gold.fhir_ids)
-        scored.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall)
+        scored.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall,
+                      retrieved_fhir_ids=sorted({str(i) for i in answer.fhir_ids}))
     return scored
 
 

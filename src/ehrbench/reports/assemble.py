@@ -97,10 +97,12 @@ def report_data(results_root: Path, run_id: str, benchmarks_root: Path, *, boots
 def task_details(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> list[TaskDetail]:
     """Every task of the run with its gold and every trial (prediction and transcript)."""
     facets = catalog.task_facets(con)
-    cursor = con.execute("""
+    retrieved = ("t.retrieved_fhir_ids" if "retrieved_fhir_ids" in _columns(con, "trials")
+                 else "[]::varchar[] as retrieved_fhir_ids")  # parts written before the column existed
+    cursor = con.execute(f"""
         select t.suite, t.task_id, coalesce(t.db, q.db) as db, q.question, q.context, q.is_answerable,
                q.gold_sql, q.gold_answer, q.gold_fhir_ids, t.agent, t.trial, t.status, t.reward, t.answer,
-               t.predicted_sql, t.abstained, t.retrieval_precision, t.retrieval_recall, t.dq_recall,
+               t.predicted_sql, t.abstained, t.retrieval_precision, t.retrieval_recall, {retrieved}, t.dq_recall,
                t.dq_precision, t.error, t.latency_s, t.input_tokens, t.output_tokens, t.cost_usd, t.tool_calls,
                t.user_turns, t.stop_reason, t.transcript
         from trials t left join task_text q on q.suite = t.suite and q.task_id = t.task_id
@@ -119,9 +121,13 @@ def task_details(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> list
                 gold_dq_labels=catalog.dq_labels(build_dir, row["task_id"]) if row["suite"] == "dq" else [],
                 trials=[])
         details[key].trials.append(TrialDetail(
-            **{k: row[k] for k in TrialDetail.__dataclass_fields__ if k != "transcript"},
-            transcript=_transcript(row["transcript"])))
+            **{k: row[k] for k in TrialDetail.__dataclass_fields__ if k not in ("transcript", "retrieved_fhir_ids")},
+            retrieved_fhir_ids=list(row["retrieved_fhir_ids"] or []), transcript=_transcript(row["transcript"])))
     return list(details.values())
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    return {name for (name,) in con.execute(f"select column_name from (describe {table})").fetchall()}
 
 
 def _transcript(text: str | None) -> list[dict]:

@@ -97,6 +97,7 @@ class TrialDetail:
     abstained: bool | None
     retrieval_precision: float | None
     retrieval_recall: float | None
+    retrieved_fhir_ids: list[str]  # empty for other suites and for runs made before the column existed
     dq_recall: float | None
     dq_precision: float | None
     error: str | None
