@@ -112,6 +112,9 @@ def main() -> None:
         data = report_data(root / "results", run_ids[-1], benchmarks, bootstrap=bootstrap)
         data_s = time.perf_counter() - clock
         clock = time.perf_counter()
+        report_data(root / "results", run_ids[-1], benchmarks, bootstrap=bootstrap)
+        cached_s = time.perf_counter() - clock
+        clock = time.perf_counter()
         index = render_site(data, root / "site")
         render_s = time.perf_counter() - clock
         files = [p for p in index.parent.rglob("*") if p.is_file()]
@@ -119,11 +122,15 @@ def main() -> None:
         rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"aggregation of one run (leaderboards with {options.bootstrap} bootstrap replicates, breakdowns, "
               f"curves, failing tasks, {len(single.tasks)} task details): {single_s:.2f} s")
-        print(f"with the trend over {len(data.trend_runs)} runs: {data_s:.2f} s "
-              f"({sum(p.change == 'regression' for p in data.trends)} regressions flagged in the synthetic series)")
+        print(f"with the trend over {len(data.trend_runs)} runs: {data_s:.2f} s the first time (each earlier run's "
+              f"leaderboard computed and kept), {cached_s:.2f} s with the kept ones; "
+              f"{sum(p.change == 'regression' for p in data.trends)} regressions flagged among "
+              f"{sum(p.change is not None or p.run_id != data.trend_runs[0] for p in data.trends)} comparisons "
+              "(the synthetic runs all draw from the same distribution: every flag is a false alarm)")
         print(f"rendering: {render_s:.2f} s, {len(files):,} files, {size_mb:.1f} MiB; peak RSS {rss_mib:.0f} MiB")
         print(json.dumps({"trials_per_run": trials, "runs": options.runs, "bootstrap": options.bootstrap,
                           "aggregate_one_run_s": round(single_s, 2), "aggregate_with_trend_s": round(data_s, 2),
+                          "aggregate_with_kept_trend_s": round(cached_s, 2),
                           "render_s": round(render_s, 2), "files": len(files), "site_mib": round(size_mb, 1),
                           "peak_rss_mib": round(rss_mib)}))
 

@@ -34,7 +34,7 @@ def transcript(answer: str) -> str:
 
 
 def run_rows(good: bool) -> list[dict]:
-    """Two agents on ehrsql, fhir and dq, three trials each; the LLM agent fails t1 and t2 unless `good`."""
+    """Two agents on ehrsql, fhir and dq, three trials each; the LLM agent fails every ehrsql task unless `good`."""
     rows = []
     for k in range(3):
         for agent in ("oracle", LLM):
@@ -44,7 +44,7 @@ def run_rows(good: bool) -> list[dict]:
                            transcript=transcript("2" if fails else "1"), input_tokens=120, output_tokens=30,
                            cost_usd=0.002, latency_s=1.5),
                      trial(agent, "ehrsql", "t2", k, reward=0.0 if fails else 1.0, transcript=transcript("2")),
-                     trial(agent, "ehrsql", "t3", k, answerable=False, abstained=True, reward=1.0),
+                     trial(agent, "ehrsql", "t3", k, answerable=False, abstained=not fails, reward=float(not fails)),
                      trial(agent, "fhir", "f1", k, reward=float(agent == "oracle"), retrieval_precision=0.5,
                            retrieval_recall=0.5, retrieved_fhir_ids=["id-1", "id-9"]),
                      trial(agent, "dq", "combined", k, answerable=None, reward=float(agent == "oracle"),
@@ -103,7 +103,7 @@ def test_a_leaderboard_cell_leads_to_the_failing_task_and_its_transcript(site):
         page.wait_for_load_state()
         assert "/failures/" in page.url
         links = page.locator("table.failing a.task-link")
-        assert links.all_inner_texts() == ["t1", "t2"]  # t3 was solved in every trial
+        assert links.all_inner_texts() == ["t1", "t2", "t3"]
         links.first.click()
         page.wait_for_load_state()
         assert page.url.endswith(".html") and "/tasks/ehrsql/" in page.url
@@ -133,7 +133,7 @@ def test_trends_breakdowns_curves_and_build_pages_draw(site):
                 assert chart.locator(".main-svg").count() >= 1, name
         page.goto((index.parent / "trends.html").as_uri())
         regressions = page.locator("table.regressions").inner_text()
-        assert LLM in regressions and "success_rate" in regressions  # 8/9 → 3/9, below the previous interval
+        assert LLM in regressions and "success_rate" in regressions  # 8/9 [2/3, 1] → 0/9 [0, 0]
         page.goto((index.parent / "build.html").as_uri())
         assert "b1" in page.inner_text("body")
         page.goto((index.parent / "tasks" / "index.html").as_uri())

@@ -222,7 +222,7 @@ def test_series_runs_take_the_prefix_and_stop_at_the_run(tmp_path):
     assert series_runs(tmp_path, "other", None) == ["other"]
 
 
-def test_a_drop_beyond_the_previous_interval_is_a_regression(tmp_path):
+def test_an_interval_wholly_below_the_previous_one_is_a_regression(tmp_path):
     good = [trial(task=f"t{t}", k=k) for t in range(20) for k in range(2)]
     mixed = [trial(task=f"t{t}", k=k, reward=float(t % 4 == 0)) for t in range(20) for k in range(2)]
     same = [trial(task=f"t{t}", k=k, reward=float(t % 4 == 0)) for t in range(20) for k in range(2)]
@@ -235,3 +235,25 @@ def test_a_drop_beyond_the_previous_interval_is_a_regression(tmp_path):
     assert sr["n-20261101T020000Z"].change is None
     assert sr["n-20261102T020000Z"].change == "improvement"
     assert sr["n-20261103T020000Z"].change == "regression"
+    # the earlier runs' leaderboards were kept beside their parts, and the kept ones give the same trend
+    assert len(list((tmp_path / "run_id=n-20261101T020000Z" / "report-cache").glob("leaderboard-*.json"))) == 1
+    again = report_data(tmp_path, "n-20261103T020000Z", tmp_path / "none", bootstrap=Bootstrap(200, 0, 0.95))
+    assert again.trends == data.trends
+
+
+def test_overlapping_intervals_are_no_change(tmp_path):
+    # 12/20 then 9/20 tasks solved: the values differ, the intervals overlap — noise, not a regression
+    for run_id, solved in (("n-20261101T020000Z", 12), ("n-20261102T020000Z", 9)):
+        write_run(tmp_path, run_id, [trial(task=f"t{t}", reward=float(t < solved)) for t in range(20)])
+    data = report_data(tmp_path, "n-20261102T020000Z", tmp_path / "none", bootstrap=Bootstrap(200, 0, 0.95))
+    assert [p.change for p in data.trends if p.metric == "success_rate"] == [None, None]
+
+
+def test_pass_k_of_runs_with_another_k_is_not_compared(tmp_path):
+    # all 20 tasks solved in 3 of 3 trials, then in 1 of 2 — Pass^3 against Pass^2: different metrics
+    write_run(tmp_path, "n-20261101T020000Z", [trial(task=f"t{t}", k=k) for t in range(20) for k in range(3)])
+    write_run(tmp_path, "n-20261102T020000Z", [trial(task=f"t{t}", k=k, reward=float(k == 0))
+                                               for t in range(20) for k in range(2)])
+    data = report_data(tmp_path, "n-20261102T020000Z", tmp_path / "none", bootstrap=Bootstrap(200, 0, 0.95))
+    changes = {p.metric: p.change for p in data.trends if p.run_id == "n-20261102T020000Z"}
+    assert changes["pass_hat_k"] is None and changes["success_rate"] == "regression"

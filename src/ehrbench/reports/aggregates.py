@@ -88,6 +88,7 @@ METRIC_SQL: dict[str, str] = {
     "latency_per_trial": _mean("latency_s"),
     "tokens_per_trial": "sum(tokens_sum) / nullif(sum(n), 0)",
 }
+K_METRICS = {"pass_at_k", "pass_hat_k", "gap_k"}  # depend on k, the trials per task of the run
 QUESTION_ONLY = {f"rs_{c}" for c in ("0", "5", "10", "n")} | {"f1_ans", "f1_exe"}
 
 

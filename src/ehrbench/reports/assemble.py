@@ -3,15 +3,26 @@ its series (`trends`), gathered into one `ReportData` for the site."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
 from ehrbench.reports import aggregates, catalog
-from ehrbench.reports.model import Bootstrap, Estimate, ReportData, TaskDetail, TrendPoint, TrialDetail
+from ehrbench.reports.model import (
+    Bootstrap,
+    Estimate,
+    LeaderboardRow,
+    ReportData,
+    TaskDetail,
+    TrendPoint,
+    TrialDetail,
+)
 
 RUN_TIME = re.compile(r"\d{8}T\d{6}Z$")  # the UTC time evaluate-agents appends to a run prefix
 MAX_TREND_RUNS = 30
@@ -141,34 +152,52 @@ def _transcript(text: str | None) -> list[dict]:
 
 
 def trends(results_root: Path, runs: list[str], bootstrap: Bootstrap, current: tuple[str, dict]) -> list[TrendPoint]:
-    """Each leaderboard metric across the series' runs; a run's value outside the previous run's interval, in the
-    worse direction, is a regression (in the better one, an improvement)."""
-    boards = {}
-    for run_id in runs:
-        if run_id == current[0]:
-            boards[run_id] = current[1]
-        else:
-            with open_run(Path(results_root) / f"run_id={run_id}") as other:
-                boards[run_id] = aggregates.leaderboard(other, bootstrap)
+    """Each leaderboard metric across the series' runs. A run whose interval lies wholly below the previous run's
+    (for a metric where higher is better) is a regression, wholly above it an improvement: intervals that merely
+    miss the other run's value would flag about one comparison in twelve between two runs of the same agent."""
+    boards = {run_id: current[1] if run_id == current[0] else cached_leaderboard(
+        Path(results_root) / f"run_id={run_id}", bootstrap) for run_id in runs}
     points: list[TrendPoint] = []
-    previous: dict[tuple[str, str, str], Estimate] = {}
+    previous: dict[tuple[str, str, str], tuple[Estimate, int]] = {}
     for run_id in runs:
         for suite, rows in boards[run_id].items():
             directions = {m.key: m.higher_is_better for m in aggregates.SUITE_METRICS.get(suite, [])}
             for row in rows:
                 for metric, estimate in row.values.items():
                     key = (row.agent, suite, metric)
+                    before, before_k = previous.get(key, (None, row.k))
+                    if metric in aggregates.K_METRICS and before_k != row.k:
+                        before = None  # Pass@4 and Pass@5 are different metrics: nothing to compare
                     points.append(TrendPoint(run_id, row.agent, suite, metric, estimate,
-                                             _change(previous.get(key), estimate, directions.get(metric, True))))
-                    previous[key] = estimate
+                                             _change(before, estimate, directions.get(metric, True))))
+                    previous[key] = (estimate, row.k)
     return points
 
 
 def _change(before: Estimate | None, now: Estimate, higher_is_better: bool) -> str | None:
-    if before is None or now.value is None or before.low is None or before.high is None:
+    if before is None or None in (before.low, before.high, now.low, now.high):
         return None
-    if now.value < before.low:
+    if now.high < before.low:
         return "regression" if higher_is_better else "improvement"
-    if now.value > before.high:
+    if now.low > before.high:
         return "improvement" if higher_is_better else "regression"
     return None
+
+
+def cached_leaderboard(run_folder: Path, bootstrap: Bootstrap) -> dict[str, list[LeaderboardRow]]:
+    """An earlier run's leaderboard, kept beside its parts (`report-cache/`): a nightly report reads 30 of them.
+    The key covers the parts (a resumed run has new ones), the bootstrap settings and this module's SQL."""
+    parts = run_parts(run_folder)
+    key = hashlib.sha1(json.dumps([[p.name, p.stat().st_size] for p in parts] + [
+        asdict(bootstrap), hashlib.sha1(Path(aggregates.__file__).read_bytes()).hexdigest()]).encode()).hexdigest()[:16]
+    cache = run_folder / "report-cache" / f"leaderboard-{key}.json"
+    if cache.is_file():
+        return {suite: [LeaderboardRow(**{**row, "values": {k: Estimate(**v) for k, v in row["values"].items()}})
+                        for row in rows] for suite, rows in json.loads(cache.read_text()).items()}
+    with open_run(run_folder) as con:
+        board = aggregates.leaderboard(con, bootstrap)
+    cache.parent.mkdir(exist_ok=True)
+    partial = cache.with_suffix(f".{os.getpid()}.partial")
+    partial.write_text(json.dumps({suite: [asdict(row) for row in rows] for suite, rows in board.items()}))
+    os.replace(partial, cache)
+    return board

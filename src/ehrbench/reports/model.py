@@ -64,8 +64,8 @@ class PassCurvePoint:
 
 @dataclass(frozen=True)
 class TrendPoint:
-    """One metric of one run of the trend series; `change` compares with the run before it: `regression` when the
-    value fell below that run's interval (or rose above it, for lower-is-better metrics), `improvement` the other
+    """One metric of one run of the trend series; `change` compares with the run before it: `regression` when this
+    run's interval lies wholly below that run's (above it, for lower-is-better metrics), `improvement` the other
     way, None otherwise or for the first run."""
 
     run_id: str
