@@ -257,3 +257,18 @@ def test_pass_k_of_runs_with_another_k_is_not_compared(tmp_path):
     data = report_data(tmp_path, "n-20261102T020000Z", tmp_path / "none", bootstrap=Bootstrap(200, 0, 0.95))
     changes = {p.metric: p.change for p in data.trends if p.run_id == "n-20261102T020000Z"}
     assert changes["pass_hat_k"] is None and changes["success_rate"] == "regression"
+
+
+def test_the_headline_table_for_prefect_has_every_agent_and_the_regressions(tmp_path):
+    from ehrbench.reports.summary import headline_markdown
+
+    write_run(tmp_path, "n-20261101T020000Z", [trial(agent=a, task=f"t{t}") for a in ("a", "b") for t in range(10)])
+    write_run(tmp_path, "n-20261102T020000Z", [trial(agent=a, task=f"t{t}", reward=float(a == "a"))
+                                               for a in ("a", "b") for t in range(10)])
+    data = report_data(tmp_path, "n-20261102T020000Z", tmp_path / "none", bootstrap=Bootstrap(100, 0, 0.95))
+    text = headline_markdown(data, "file:///site/index.html")
+    # RS(10) is ehrsql's headline: a answers all 10 right (100.0), b all wrong (−1000.0)
+    assert "| a | 100.0 [100.0, 100.0] | 10 | 0 | 0 |" in text
+    assert "| b | -1000.0 [-1000.0, -1000.0] | 10 | 0 | 0 |" in text
+    assert text.index("| a |") < text.index("| b |") and "(file:///site/index.html)" in text
+    assert "regression(s) since the previous run:** b ehrsql" in text

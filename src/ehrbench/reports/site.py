@@ -410,7 +410,8 @@ def _regressions(site: _Site) -> list[dict]:
                 continue
             metric = site.metric(point.suite, point.metric)
             found.append({"point": point, "metric": metric, "previous": previous,
-                          "value": format_value(point.estimate.value, metric.scale),
+                          "value": f"{format_value(point.estimate.value, metric.scale)} "
+                                   f"{format_interval(point.estimate, metric.scale)}".strip(),
                           "previous_interval": format_interval(previous.estimate, metric.scale) if previous else ""})
     agent_rank = {agent: i for i, agent in enumerate(site.agents(p["point"].agent for p in found))}
     return sorted(found, key=lambda f: (order[f["point"].run_id], agent_rank[f["point"].agent], f["point"].suite))

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from ehrbench.reports.model import Estimate, Metric, ReportData
-
-SCALES = {"share": (100.0, "{:.1f} %"), "score": (100.0, "{:.1f}"), "usd": (1.0, "${:.4f}"),
-          "seconds": (1.0, "{:.2f} s"), "count": (1.0, "{:.0f}")}
+from ehrbench.reports.site import format_interval, format_value
 
 
 def formatted(estimate: Estimate, metric: Metric) -> str:
-    """A value on its metric's scale, with its interval when it has one."""
-    if estimate.value is None:
-        return "—"
-    factor, template = SCALES.get(metric.scale, (1.0, "{:.4g}"))
-    text = template.format(estimate.value * factor)
-    if estimate.low is not None and estimate.high is not None:
-        text += f" [{estimate.low * factor:.1f}, {estimate.high * factor:.1f}]" if factor == 100.0 else (
-            f" [{estimate.low:.3g}, {estimate.high:.3g}]")
-    return text
+    """A value on its metric's scale, with its interval when it has one (as the site shows it)."""
+    return f"{format_value(estimate.value, metric.scale)} {format_interval(estimate, metric.scale)}".strip()
 
 
 def headline_markdown(data: ReportData, site_link: str) -> str:
