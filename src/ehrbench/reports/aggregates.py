@@ -1,5 +1,6 @@
-"""The report's numbers, computed by DuckDB over an evaluation run's parquet parts (view `trials`) and the build's
-task facets (view `task_facets`, see `ehrbench.reports.build_tasks`).
+"""The report's numbers, computed by DuckDB over an evaluation run's parquet parts (table `trials`) and the build's
+task facets (table `task_facets`, see `ehrbench.reports.catalog`). `leaderboard` builds the per-task statistics
+(`task_stats`) the other queries read; alone, call `compute_task_stats` first.
 
 Every leaderboard metric is a ratio of sums over per-task statistics (`task_stats`), so the same SQL expression
 gives the point estimate (over all tasks) and each bootstrap replicate (over tasks drawn with replacement): the
@@ -142,8 +143,13 @@ def compute_task_stats(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(TASK_STATS_SQL)
 
 
+def suite_metrics(suite: str) -> list[Metric]:
+    """A suite's leaderboard columns (a suite this module does not know gets the generic ones of chatqa)."""
+    return SUITE_METRICS.get(suite, SUITE_METRICS["chatqa"])
+
+
 def _metric_keys(suite: str) -> list[str]:
-    return [m.key for m in SUITE_METRICS.get(suite, SUITE_METRICS["chatqa"])]
+    return [m.key for m in suite_metrics(suite)]
 
 
 def _select_metrics(keys: list[str], suite: str) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from ehrbench.evaluation.tasks import SUITES
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.model import (
     Bootstrap,
@@ -90,10 +91,8 @@ def report_data(results_root: Path, run_id: str, benchmarks_root: Path, *, boots
     data = ReportData(
         run_id=run_id, build_id=build_id, generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         agents=[a for (a,) in con.execute("select distinct agent from trials order by 1").fetchall()],
-        suites=[s for s in ("ehrsql", "chatqa", "fhir", "dq") if s in board] + sorted(set(board) - {
-            "ehrsql", "chatqa", "fhir", "dq"}),
-        bootstrap=bootstrap, metrics={suite: aggregates.SUITE_METRICS.get(suite, aggregates.SUITE_METRICS["chatqa"])
-                                      for suite in board},
+        suites=sorted(board, key=lambda s: (SUITES.index(s) if s in SUITES else len(SUITES), s)),
+        bootstrap=bootstrap, metrics={suite: aggregates.suite_metrics(suite) for suite in board},
         headline={suite: aggregates.HEADLINE.get(suite, "success_rate") for suite in board}, leaderboard=board,
         breakdowns=aggregates.breakdowns(con), pass_curves=aggregates.pass_curves(con),
         failing=aggregates.failing_tasks(con), tasks=task_details(con, build_dir),
@@ -161,7 +160,7 @@ def trends(results_root: Path, runs: list[str], bootstrap: Bootstrap, current: t
     previous: dict[tuple[str, str, str], tuple[Estimate, int]] = {}
     for run_id in runs:
         for suite, rows in boards[run_id].items():
-            directions = {m.key: m.higher_is_better for m in aggregates.SUITE_METRICS.get(suite, [])}
+            directions = {m.key: m.higher_is_better for m in aggregates.suite_metrics(suite)}
             for row in rows:
                 for metric, estimate in row.values.items():
                     key = (row.agent, suite, metric)

@@ -95,8 +95,3 @@ def build_info(build_dir: Path | None, build_id: str) -> BuildInfo | None:
     return BuildInfo(build_id=manifest.get("build_id", build_id), manifest=manifest, quarantine=quarantine,
                      data_docs=data_docs)
 
-
-def data_docs_folder(build_dir: Path | None) -> Path | None:
-    """The build's Great Expectations Data Docs, copied into the site as `gx/`."""
-    folder = build_dir / "reports" / "gx" if build_dir else None
-    return folder if folder is not None and (folder / "index.html").is_file() else None
