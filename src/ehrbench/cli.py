@@ -285,11 +285,13 @@ def report(
     root = (data_dir or default_data_dir()).resolve()
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
-    from ehrbench.reports.assemble import newest_run
+    from ehrbench.reports.assemble import newest_run, run_parts
     from flows.report import render_report
 
     try:
-        run_id = run_id or newest_run(DataLayout(root=root).results)
+        results = DataLayout(root=root).results
+        run_id = run_id or newest_run(results)
+        run_parts(results / f"run_id={run_id}")  # a missing run is named before any Prefect start-up
         _check_prefect_api()
         index = render_report(run_id=run_id, trend_prefix=trend_prefix, bootstrap_replicates=bootstrap,
                               bootstrap_seed=seed, report_dir=str(out.resolve()) if out else None, data_dir=str(root))

@@ -73,3 +73,16 @@ def test_build_with_a_broken_recipe_file_fails_before_any_stage(tmp_path):
         errors = [line for line in result.stderr.splitlines() if line.startswith("ehrbench: error:")]
         assert len(errors) == 1 and str(path) in errors[0] and expected in errors[0], result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_report_without_runs_or_with_an_unknown_run_is_a_one_line_error(tmp_path):
+    data_dir = tmp_path / "data"
+    result = subprocess.run([EHRBENCH, "report", "--data-dir", str(data_dir)], env=_env(tmp_path),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("ehrbench: error:") and "no evaluation runs" in result.stderr
+    (data_dir / "results" / "run_id=other").mkdir(parents=True)
+    result = subprocess.run([EHRBENCH, "report", "--run-id", "nope", "--out", str(tmp_path / "site"), "--data-dir",
+                             str(data_dir)], env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "run_id=nope: no results" in result.stderr
+    assert not (tmp_path / "site").exists()
