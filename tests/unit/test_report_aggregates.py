@@ -12,6 +12,7 @@ from ehrbench.evaluation.report import metric_table
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.assemble import open_run, report_data, series_runs, trend_prefix
 from ehrbench.reports.model import Bootstrap
+from ehrbench.reports.site import render_site, task_href
 from tests.report_fixtures import trial, write_build, write_run
 
 NO_CI = Bootstrap(replicates=0, seed=0, level=0.95)
@@ -187,9 +188,12 @@ def test_failing_tasks_worst_first_with_their_question(tmp_path):
 
 def test_report_data_gathers_tasks_gold_and_transcripts(tmp_path):
     write_build(tmp_path / "benchmarks")
+    flagged = tmp_path / "flagged.csv"
+    flagged.write_text("table,_row_id\nlab_results,zz\nlab_results,ab\n")
     rows = [trial(task="t1", answer="[['1']]", predicted_sql="select 1"),
             trial(suite="fhir", task="f1", retrieved_fhir_ids=["id-2", "other"]),
-            trial(suite="dq", task="combined", answerable=None, reward=0.0, transcript="not json")]
+            trial(suite="dq", task="combined", answerable=None, reward=0.0, transcript="not json",
+                  flagged_rows_path=str(flagged))]
     write_run(tmp_path / "results", "r", rows)
     data = report_data(tmp_path / "results", "r", tmp_path / "benchmarks", bootstrap=NO_CI)
     tasks = {(t.suite, t.task_id): t for t in data.tasks}
@@ -199,6 +203,11 @@ def test_report_data_gathers_tasks_gold_and_transcripts(tmp_path):
     dq = tasks[("dq", "combined")]
     assert dq.question == "Audit combined" and dq.gold_dq_labels[0]["cluster_id"] == "c1"
     assert dq.trials[0].transcript == [{"role": "harness", "content": "not json"}]
+    assert dq.trials[0].flagged_rows == [  # the labelled row first, with its error
+        {"table": "lab_results", "row_id": "ab", "cluster_id": "c1", "subtype": "in_table_duplicate"},
+        {"table": "lab_results", "row_id": "zz", "cluster_id": None, "subtype": None}]
+    page = (render_site(data, tmp_path / "site").parent / task_href("dq", "combined")).read_text()
+    assert "Rows flagged (2; 1 labelled, 1 of 1 errors caught)" in page
     f1 = tasks[("fhir", "f1")]
     assert (f1.gold_fhir_ids, f1.trials[0].retrieved_fhir_ids) == (["id-1", "id-2"], ["id-2", "other"])
     assert t1.trials[0].retrieved_fhir_ids == []

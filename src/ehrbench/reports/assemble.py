@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from ehrbench.dq.score import read_submission
 from ehrbench.evaluation.tasks import SUITES
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.model import (
@@ -114,7 +115,7 @@ def task_details(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> list
                q.gold_sql, q.gold_answer, q.gold_fhir_ids, t.agent, t.trial, t.status, t.reward, t.answer,
                t.predicted_sql, t.abstained, t.retrieval_precision, t.retrieval_recall, {retrieved}, t.dq_recall,
                t.dq_precision, t.error, t.latency_s, t.input_tokens, t.output_tokens, t.cost_usd, t.tool_calls,
-               t.user_turns, t.stop_reason, t.transcript
+               t.user_turns, t.stop_reason, t.transcript, t.flagged_rows_path
         from trials t left join task_text q on q.suite = t.suite and q.task_id = t.task_id
         order by t.suite, t.task_id, t.agent, t.trial""")
     names = [d[0] for d in cursor.description]
@@ -130,10 +131,23 @@ def task_details(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> list
                 gold_fhir_ids=list(row["gold_fhir_ids"] or []),
                 gold_dq_labels=catalog.dq_labels(build_dir, row["task_id"]) if row["suite"] == "dq" else [],
                 trials=[])
+        computed = {"transcript", "retrieved_fhir_ids", "flagged_rows"}
         details[key].trials.append(TrialDetail(
-            **{k: row[k] for k in TrialDetail.__dataclass_fields__ if k not in ("transcript", "retrieved_fhir_ids")},
-            retrieved_fhir_ids=list(row["retrieved_fhir_ids"] or []), transcript=_transcript(row["transcript"])))
+            **{k: row[k] for k in TrialDetail.__dataclass_fields__ if k not in computed},
+            retrieved_fhir_ids=list(row["retrieved_fhir_ids"] or []), transcript=_transcript(row["transcript"]),
+            flagged_rows=_flagged_rows(row["flagged_rows_path"], details[key].gold_dq_labels)))
     return list(details.values())
+
+
+def _flagged_rows(path: str | None, labels: list[dict]) -> list[dict]:
+    """A dq trial's submission, labelled rows first, each with the error it belongs to (None: not an injected one)."""
+    if not path:
+        return []
+    by_row = {(label["table"], label["row_id"]): label for label in labels}
+    rows = [{"table": table, "row_id": row_id, "cluster_id": by_row.get((table, row_id), {}).get("cluster_id"),
+             "subtype": by_row.get((table, row_id), {}).get("subtype")}
+            for table, row_id in read_submission(Path(path)).rows]
+    return sorted(rows, key=lambda r: (r["cluster_id"] is None, r["table"], r["row_id"]))
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:

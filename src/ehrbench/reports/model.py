@@ -109,6 +109,7 @@ class TrialDetail:
     user_turns: int | None
     stop_reason: str | None
     transcript: list[dict]  # OpenAI chat messages (role, content, tool_calls, tool_call_id) and harness entries
+    flagged_rows: list[dict] = field(default_factory=list)  # dq: table, row_id, cluster_id and subtype (None: no error)
 
 
 @dataclass(frozen=True)
