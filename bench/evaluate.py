@@ -66,7 +66,8 @@ def main() -> None:
             folder = evaluate_agents(build=build_dir.name, suites=suites, agents=[spec], trials=trials_per_task,
                                      limit=per_suite, run_id=f"bench-{agent}", data_dir=str(data),
                                      agent_options={"max_retries": 0} if agent != "oracle" else None,
-                                     concurrency_per_endpoint=options.concurrency)
+                                     concurrency_per_endpoint=options.concurrency,
+                                     report=False)  # the harness alone (bench/report.py times the dashboard)
             wall = time.perf_counter() - clock
             done, agent_s, success = duckdb.sql(f"select count(*), sum(latency_s), avg(reward) "
                                                 f"from '{folder}/part-*.parquet'").fetchone()

@@ -629,7 +629,7 @@ def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_re
     data_dir = first_build["data_dir"]
     build_dir = (data_dir / "benchmarks" / "latest").resolve()
     common = dict(suites=["ehrsql"], limit=1, transient_retries=1, retry_delay_s=0, data_dir=str(data_dir),
-                  agent_options={"max_retries": 0})
+                  agent_options={"max_retries": 0}, report=False)  # in-process: would render into reports/site/
     with OpenAIServer() as server:
         server.error(503)
         server.respond(GoldPolicy(build_dir))
