@@ -285,7 +285,8 @@ def report(
     root = (data_dir or default_data_dir()).resolve()
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
-    from ehrbench.reports.assemble import newest_run, run_parts
+    from ehrbench.evaluation.results import run_parts
+    from ehrbench.reports.assemble import newest_run
     from flows.report import render_report
 
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 
+from ehrbench.evaluation.results import run_parts
 from ehrbench.metrics import (
     Outcome,
     answerability_f1,
@@ -26,9 +27,7 @@ QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
 
 
 def read_trials(run_folder: Path) -> list[dict]:
-    parts = sorted(Path(run_folder).glob("part-*.parquet"))
-    if not parts:
-        raise FileNotFoundError(f"{run_folder}: no results (part-*.parquet); run `ehrbench evaluate` first")
+    parts = run_parts(run_folder)
     with duckdb.connect() as con:
         cursor = con.execute(
             "select agent, suite, task_id, trial, status, coalesce(reward, 0) as reward, correct, is_answerable, "

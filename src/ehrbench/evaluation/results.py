@@ -106,6 +106,14 @@ class ResultStore:
         return path
 
 
+def run_parts(run_folder: Path) -> list[Path]:
+    """The parts of a run folder, for readers; a folder without any is an error naming it."""
+    parts = sorted(Path(run_folder).glob("part-*.parquet"))
+    if not parts:
+        raise FileNotFoundError(f"{run_folder}: no results (part-*.parquet); run `ehrbench evaluate` first")
+    return parts
+
+
 def _table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist([{name: row.get(name) for name in TRIAL_SCHEMA.names} for row in rows],
                                 schema=TRIAL_SCHEMA)

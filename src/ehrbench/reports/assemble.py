@@ -9,11 +9,13 @@ import os
 import re
 from dataclasses import asdict
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import duckdb
 
 from ehrbench.dq.score import read_submission
+from ehrbench.evaluation.results import run_parts
 from ehrbench.evaluation.tasks import SUITES
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.model import (
@@ -28,13 +30,6 @@ from ehrbench.reports.model import (
 
 RUN_TIME = re.compile(r"\d{8}T\d{6}Z$")  # the UTC time evaluate-agents appends to a run prefix
 MAX_TREND_RUNS = 30
-
-
-def run_parts(run_folder: Path) -> list[Path]:
-    parts = sorted(Path(run_folder).glob("part-*.parquet"))
-    if not parts:
-        raise FileNotFoundError(f"{run_folder}: no results (part-*.parquet); run `ehrbench evaluate` first")
-    return parts
 
 
 def newest_run(results_root: Path) -> str:
@@ -197,12 +192,18 @@ def _change(before: Estimate | None, now: Estimate, higher_is_better: bool) -> s
     return None
 
 
+@cache
+def _aggregation_version() -> str:
+    """A fingerprint of the aggregation SQL: kept leaderboards of an older version are not reused."""
+    return hashlib.sha1(Path(aggregates.__file__).read_bytes()).hexdigest()
+
+
 def cached_leaderboard(run_folder: Path, bootstrap: Bootstrap) -> dict[str, list[LeaderboardRow]]:
     """An earlier run's leaderboard, kept beside its parts (`report-cache/`): a nightly report reads 30 of them.
     The key covers the parts (a resumed run has new ones), the bootstrap settings and this module's SQL."""
     parts = run_parts(run_folder)
     key = hashlib.sha1(json.dumps([[p.name, p.stat().st_size] for p in parts] + [
-        asdict(bootstrap), hashlib.sha1(Path(aggregates.__file__).read_bytes()).hexdigest()]).encode()).hexdigest()[:16]
+        asdict(bootstrap), _aggregation_version()]).encode()).hexdigest()[:16]
     cache = run_folder / "report-cache" / f"leaderboard-{key}.json"
     if cache.is_file():
         return {suite: [LeaderboardRow(**{**row, "values": {k: Estimate(**v) for k, v in row["values"].items()}})

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from ehrbench.dq.score import read_labels
 from ehrbench.reports.model import BuildInfo
 
 FACETS_SQL = """
@@ -75,10 +76,10 @@ def task_facets(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], dict[st
 
 def dq_labels(build_dir: Path | None, task_id: str) -> list[dict]:
     """The hidden labels of a data-quality task (the report is for the benchmark's authors, not its agents)."""
-    path = build_dir / "dq" / task_id / "gold" / "labels.parquet" if build_dir else None
-    if path is None or not path.is_file():
+    task_dir = build_dir / "dq" / task_id if build_dir else None
+    if task_dir is None or not (task_dir / "gold" / "labels.parquet").is_file():
         return []
-    return pq.read_table(path).to_pylist()
+    return read_labels(task_dir)
 
 
 def build_info(build_dir: Path | None, build_id: str) -> BuildInfo | None:
