@@ -8,16 +8,30 @@ PREFECT_PORT ?= 4200
 PREFECT_HOST ?= 127.0.0.1
 API_URL := http://$(PREFECT_HOST):$(PREFECT_PORT)/api
 RUN_DIR := $(DATA_DIR)/run
+# The Prefect server's database: a PostgreSQL cluster of the project's own (SQLite locks under a nightly's load).
+PG_DIR ?= $(DATA_DIR)/postgres
+PG := $(UV) run python -m ehrbench.stack.postgres
+# The static server of the dashboard and Data Docs that Prefect artifacts link to (the UI opens no file:// links).
+FILES_PORT ?= $(shell echo $$(($(PREFECT_PORT) + 1)))
+FILES_URL := http://$(PREFECT_HOST):$(FILES_PORT)
+REPORT_DIR ?= $(or $(EHRBENCH_REPORT_DIR),$(CURDIR)/reports/site)
 WORK_POOL ?= local
 MIMIC_IV_DIR ?= $(EHRBENCH_MIMIC_IV_DIR)
 EICU_DIR ?= $(EHRBENCH_EICU_DIR)
 # Published EHRSQL-2024 mimic_iv/ folder (optional): its valid questions get FHIR resource-id ground truth.
 EHRSQL2024_DIR ?= $(EHRBENCH_EHRSQL2024_DIR)
+# The CDN files of the Great Expectations Data Docs, pinned in reports/gx_assets/ and installed with npm: every
+# build copies them into its Data Docs, which then render offline.
+NPM ?= npm
+GX_ASSETS := reports/gx_assets
 # The browser of the dashboard's browser test (Debian's package; Playwright drives it, downloads none).
 CHROMIUM ?= /usr/bin/chromium
 
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
+# Prefect's client retries a busy API's 429/502/503 (+504) 8 times with backoff (~8 min; its default: 5, ~1 min).
+export PREFECT_CLIENT_MAX_RETRIES ?= 8
+export PREFECT_CLIENT_RETRY_EXTRA_CODES ?= 504
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export PREFECT_HOME := $(DATA_DIR)/prefect
 export PREFECT_PROFILES_PATH := $(PREFECT_HOME)/profiles.toml
@@ -31,13 +45,13 @@ export EHRBENCH_REPO_DIR := $(CURDIR)
 
 # Shell functions for `server` and `stop`. Each background process is started with setsid, so the
 # PID in $(RUN_DIR)/<name>.pid is also its process group (uv + Prefect's python + children).
-# alive NAME: that process runs and is a Prefect command (not a recycled PID).
+# alive NAME: that process runs and is one of ours, a Prefect or ehrbench command (not a recycled PID).
 # stop NAME: SIGTERM its process group, and the groups of its descendants (the worker starts each flow
 # run in a session of its own, which survives the worker), twice (a Prefect worker only exits on the
 # second), then SIGKILL.
 PROCESS_FUNCTIONS = \
 alive() { local p; p=$$(cat $(RUN_DIR)/$$1.pid 2>/dev/null) && kill -0 $$p 2>/dev/null \
-  && tr '\0' ' ' < /proc/$$p/cmdline 2>/dev/null | grep -q prefect; }; \
+  && tr '\0' ' ' < /proc/$$p/cmdline 2>/dev/null | grep -qE 'prefect|ehrbench'; }; \
 descendants() { local c; for c in $$(pgrep -P $$1); do echo $$c; descendants $$c; done; }; \
 stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
   [ -f $$f ] || { echo "$$1: not running"; return 0; }; p=$$(cat $$f); \
@@ -51,7 +65,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install browser demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
+.PHONY: help install gx-assets browser postgres demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,7 +76,14 @@ $(UV):
 install: $(UV) ## install the locked environment with uv
 	$(UV) sync --frozen --compile-bytecode
 
-demo: install build ## install, then build a benchmark from the MIMIC-IV and eICU demos
+demo: install gx-assets build ## install, then build a benchmark from the MIMIC-IV and eICU demos
+
+gx-assets: $(GX_ASSETS)/node_modules/.package-lock.json ## install the Data Docs' CSS/JS with npm (offline Data Docs; skipped without npm)
+
+$(GX_ASSETS)/node_modules/.package-lock.json: $(GX_ASSETS)/package.json $(GX_ASSETS)/package-lock.json
+	@command -v $(NPM) >/dev/null 2>&1 || { echo "note: no npm: the Data Docs will load their CSS/JS from CDNs" \
+	  "(install Node.js and npm, then make gx-assets)"; exit 0; }; \
+	cd $(GX_ASSETS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 
 build: ## build a benchmark (MIMIC_IV_DIR=… EICU_DIR=… local copies, else download; EHRSQL2024_DIR=… to ground its questions in FHIR)
 	$(UV) run ehrbench build $(if $(SEED),--seed $(SEED))
@@ -79,7 +100,13 @@ browser: ## install Debian's Chromium for the dashboard's browser test, if it is
 	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 	@$(CHROMIUM) --version 2>/dev/null
 
-test: install browser ## the whole test suite (unit + integration)
+postgres: ## install Debian's PostgreSQL for the Prefect server of `make server` and its test, if it is missing (root or sudo)
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  $$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
+	@ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -n 1 || command -v pg_ctl
+
+test: install gx-assets browser postgres ## the whole test suite (unit + integration)
 	$(UV) run pytest -n 2 --dist loadfile
 
 test-unit: install ## unit tests only
@@ -88,7 +115,10 @@ test-unit: install ## unit tests only
 lint: ## ruff
 	$(UV) run ruff check src flows tests bench
 
-server: install ## start a local Prefect server, a `local` process work pool and a worker (PIDs in data/run/)
+# `server`: PostgreSQL (data/postgres), the Prefect server on it with its UI on PREFECT_PORT (the UI's API address
+# follows the port; the logs stream lets `prefect deployment run … --watch` show each run's progress lines), the
+# `local` work pool, a worker (EHRBENCH_FILES_URL: the flows link artifacts over HTTP), and the static file server.
+server: install postgres ## start PostgreSQL, a Prefect server on it (UI on PREFECT_PORT), a `local` process work pool, a worker and the dashboards' file server (PIDs in data/run/)
 	@mkdir -p $(RUN_DIR) $(PREFECT_HOME)
 	@$(PROCESS_FUNCTIONS); \
 	if alive server; then echo "Prefect server already running (pid $$(cat $(RUN_DIR)/server.pid)) at $(API_URL)"; \
@@ -97,9 +127,12 @@ server: install ## start a local Prefect server, a `local` process work pool and
 	       "(see: ss -ltnp 'sport = :$(PREFECT_PORT)'). Stop it, or use another port:" \
 	       "make server PREFECT_PORT=4300, then pass the same PREFECT_PORT to make deploy and make stop." >&2; exit 1; \
 	else \
+	  database=$$($(PG) start $(PG_DIR)) || exit 1; \
+	  PREFECT_SERVER_DATABASE_CONNECTION_URL="$$database" PREFECT_SERVER_API_HOST=$(PREFECT_HOST) \
+	  PREFECT_SERVER_API_PORT=$(PREFECT_PORT) PREFECT_UI_API_URL=$(API_URL) PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED=true \
 	  setsid nohup $(UV) run prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) \
 	    > $(RUN_DIR)/server.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/server.pid; \
-	  echo "starting Prefect server (pid $$(cat $(RUN_DIR)/server.pid)); log: $(RUN_DIR)/server.log"; \
+	  echo "starting Prefect server (pid $$(cat $(RUN_DIR)/server.pid)) on PostgreSQL; log: $(RUN_DIR)/server.log"; \
 	fi; \
 	for i in $$(seq 1 120); do \
 	  curl -fs $(API_URL)/health >/dev/null && break; \
@@ -112,10 +145,11 @@ server: install ## start a local Prefect server, a `local` process work pool and
 	@# plain `uv run prefect …` in the repository root talks to it; `make stop` unsets it again.
 	@$(UV) run prefect config set PREFECT_API_URL=$(API_URL) >/dev/null
 	@$(UV) run prefect work-pool inspect $(WORK_POOL) >/dev/null 2>&1 || \
-	  $(UV) run prefect work-pool create $(WORK_POOL) --type process
+	  $(UV) run prefect work-pool create $(WORK_POOL) --type process >/dev/null
 	@$(PROCESS_FUNCTIONS); \
 	if alive worker; then echo "Prefect worker already running (pid $$(cat $(RUN_DIR)/worker.pid))"; else \
-	  PREFECT_API_URL=$(API_URL) setsid nohup $(UV) run prefect worker start --pool $(WORK_POOL) \
+	  PREFECT_API_URL=$(API_URL) EHRBENCH_FILES_URL=$(FILES_URL) EHRBENCH_REPORT_DIR=$(REPORT_DIR) \
+	  setsid nohup $(UV) run prefect worker start --pool $(WORK_POOL) \
 	    --name ehrbench-$(WORK_POOL) > $(RUN_DIR)/worker.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/worker.pid; \
 	  for i in $$(seq 1 60); do grep -q "started" $(RUN_DIR)/worker.log 2>/dev/null && break; \
 	    alive worker || { echo "error: the worker exited; end of $(RUN_DIR)/worker.log:" >&2; \
@@ -123,7 +157,19 @@ server: install ## start a local Prefect server, a `local` process work pool and
 	    sleep 1; done; \
 	  echo "started Prefect worker (pid $$(cat $(RUN_DIR)/worker.pid)) on pool '$(WORK_POOL)'; log: $(RUN_DIR)/worker.log"; \
 	fi
-	@echo "Prefect UI: http://$(PREFECT_HOST):$(PREFECT_PORT)   next: make deploy, then" \
+	@$(PROCESS_FUNCTIONS); \
+	if alive files; then echo "static file server already running (pid $$(cat $(RUN_DIR)/files.pid)) at $(FILES_URL)"; \
+	elif (exec 3<>/dev/tcp/$(PREFECT_HOST)/$(FILES_PORT)) 2>/dev/null; then \
+	  echo "error: $(PREFECT_HOST):$(FILES_PORT) is in use; choose another: make server FILES_PORT=…" >&2; exit 1; \
+	else \
+	  setsid nohup $(UV) run python -m ehrbench.stack.static_files --data-dir $(DATA_DIR) --report-dir $(REPORT_DIR) \
+	    --host $(PREFECT_HOST) --port $(FILES_PORT) > $(RUN_DIR)/files.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/files.pid; \
+	  for i in $$(seq 1 30); do curl -fso /dev/null $(FILES_URL)/report/ -w '' 2>/dev/null; \
+	    [ $$? -ne 7 ] && break; sleep 0.5; done; \
+	  echo "started the static file server (pid $$(cat $(RUN_DIR)/files.pid)) for the artifacts' links: $(FILES_URL)"; \
+	fi
+	@echo "Prefect UI: http://$(PREFECT_HOST):$(PREFECT_PORT)   dashboards: $(FILES_URL)/report/"
+	@echo "next: make deploy$(if $(filter-out 4200,$(PREFECT_PORT)), PREFECT_PORT=$(PREFECT_PORT)), then" \
 	      "uv run prefect deployment run build-benchmark/demo --watch"
 
 deploy: ## register prefect.yaml's deployments (build-benchmark/demo, evaluate-agents/nightly) with the server of `make server`
@@ -133,8 +179,9 @@ deploy: ## register prefect.yaml's deployments (build-benchmark/demo, evaluate-a
 	  EHRBENCH_EHRSQL2024_DIR=$(abspath $(EHRSQL2024_DIR)) \
 	  $(UV) run prefect --no-prompt deploy --all
 
-stop: ## stop the worker, then the server (by PID), and point the profile back at ephemeral mode
-	@$(PROCESS_FUNCTIONS); stop worker; stop server
+stop: ## stop the worker, then the server (by PID), then PostgreSQL, and point the profile back at ephemeral mode
+	@$(PROCESS_FUNCTIONS); stop worker; stop server; stop files
+	@[ ! -d $(PG_DIR) ] || $(PG) stop $(PG_DIR)
 	@$(UV) run prefect config unset PREFECT_API_URL -y >/dev/null 2>&1 || true
 
 bench: install ## time and measure a cold demo build per stage

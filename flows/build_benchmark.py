@@ -11,16 +11,30 @@ Only one build runs at a time (the DuckDB warehouse has a single writer).
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
+from ehrbench.build_summary import (
+    databases_detail,
+    dbt_detail,
+    dq_detail,
+    fhir_detail,
+    ingest_detail,
+    questions_detail,
+    stage_line,
+    summary_lines,
+    summary_markdown,
+    validation_detail,
+)
 from ehrbench.dq.recipes import load_recipes
 from ehrbench.manifest import StageTiming, assemble_manifest
 from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
+from ehrbench.progress import log_to_file
 from ehrbench.publish import discard, new_build_id, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, DqSettings, Edition, QuestionSettings, default_data_dir
 from ehrbench.warehouse import build_lock, connect, table_row_counts
@@ -28,6 +42,7 @@ from flows.databases import build_databases
 from flows.fhir_view import build_fhir
 from flows.ingest import ingest
 from flows.inject_errors import inject_errors
+from flows.prefect_api import announce, artifact_url, markdown_artifact
 from flows.publish import publish_build
 from flows.questions import build_questions
 from flows.transform import transform
@@ -61,7 +76,6 @@ def build_benchmark(
     audit tasks (default: the suite's own). `data_dir`
     defaults to EHRBENCH_DATA_DIR or ./data.
     """
-    logger = get_run_logger()
     parameters = BuildParameters.from_environment(
         mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
         mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
@@ -72,45 +86,75 @@ def build_benchmark(
                             start_year=parameters.start_year, time_span=parameters.time_span)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_id = new_build_id(layout.benchmarks)
+    logs = layout.build_logs(build_id)
     created_at = datetime.now(UTC)
     stages: dict[str, StageTiming] = {}
 
     @contextmanager
     def stage(name: str):
-        started, clock = datetime.now(UTC), time.perf_counter()
-        yield
+        """Times a stage and announces it in one line with the counts the stage reports through `done`."""
+        started, clock, detail = datetime.now(UTC), time.perf_counter(), []
+        try:
+            yield detail.append
+        except BaseException as exc:
+            announce(stage_line(name, time.perf_counter() - clock, f"FAILED: {type(exc).__name__}; log: {logs}"),
+                     level=logging.ERROR)
+            raise
         stages[name] = StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3))
-        logger.info("stage %s took %.1f s", name, stages[name].seconds)
+        announce(stage_line(name, stages[name].seconds, "; ".join(detail)))
 
-    with build_lock(layout.build_lock, build_id):
-        logger.info("Build %s: data in %s", build_id, layout.root)
+    with build_lock(layout.build_lock, build_id), log_to_file(logs / "build.log"):
+        announce(f"build {build_id}: data in {layout.root}; logs in {logs}")
         build_dir = staging_dir(layout.benchmarks, build_id)
         try:
-            with stage("ingest"):
+            with stage("ingest") as done:
                 releases = ingest(parameters, layout)
-            with stage("transform"):
-                dbt_runs = transform(layout)
+                done(ingest_detail(releases))
+            with stage("transform") as done:
+                dbt_runs = transform(layout, logs)
+                done(dbt_detail(dbt_runs))
             absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
-            with stage("validate"):
+            with stage("validate") as done:
                 validation = validate(layout, absent)
-            with stage("databases"):
-                profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed)
-            with stage("fhir"):
-                fhir_run, fhir = build_fhir(layout, build_dir, dbt_vars, parameters.seed, parameters.ehrsql2024_dir)
-            with stage("questions"):
+                done(validation_detail(validation))
+            with stage("databases") as done:
+                profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed, logs)
+                done(databases_detail(databases))
+            with stage("fhir") as done:
+                fhir_run, fhir = build_fhir(layout, build_dir, dbt_vars, parameters.seed, logs,
+                                            parameters.ehrsql2024_dir)
+                done(fhir_detail(fhir))
+            with stage("questions") as done:
                 question_sets = build_questions(build_dir, dbt_vars, parameters.seed, parameters.questions,
                                                 layout.root)
-            with stage("dq"):
-                dq_run, audit_tasks = inject_errors(layout, build_dir, dbt_vars, parameters.seed, parameters.dq)
+                done(questions_detail(question_sets))
+            with stage("dq") as done:
+                dq_run, audit_tasks = inject_errors(layout, build_dir, dbt_vars, parameters.seed, parameters.dq, logs)
+                done(dq_detail(audit_tasks))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
                                          [*dbt_runs, profile_run, fhir_run, dq_run], validation, row_counts,
                                          stages, dbt_vars, databases, fhir, question_sets, audit_tasks)
-            with stage("publish"):
+            with stage("publish") as done:
                 folder = publish_build(layout, manifest)
+                done(folder)
         except BaseException:
             discard(layout.benchmarks, build_id)
             raise
+        announce("\n".join(summary_lines(manifest, Path(folder), logs)))
+        markdown_artifact(key="build-summary", markdown=summary_markdown(manifest, Path(folder), stage_artifacts()),
+                          description=f"Build {build_id}: what was built and checked, and where to look next")
     return folder
+
+
+def stage_artifacts() -> dict[str, str]:
+    """Each stage's artifacts, linked into the Prefect UI (the latest version of each key)."""
+    return {f"{stage}: {key}": artifact_url(key) for stage, key in STAGE_ARTIFACTS}
+
+
+STAGE_ARTIFACTS = (("ingest", "ingest-summary"), ("ingest", "ingest-files"), ("transform", "transform-dbt"),
+                   ("validate", "validation-summary"), ("validate", "validation-results"), ("databases", "databases"),
+                   ("fhir", "fhir"), ("questions", "questions"), ("questions", "questions-validation"),
+                   ("questions", "questions-data-docs"), ("dq", "dq-tasks"), ("publish", "build-published"))

@@ -10,22 +10,26 @@ import json
 from pathlib import Path
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_table_artifact
 
 from ehrbench.export import export_parquet, export_schema
 from ehrbench.profiles import BENCHMARK_DATABASES, LINEAGE_MODELS, PROFILE_SELECTION, schema_renames
 from ehrbench.settings import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
 from ehrbench.warehouse import drop_schemas
+from flows.prefect_api import table_artifact
 
 
 @flow(name="databases")
-def build_databases(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int) -> tuple[DbtRun, dict]:
+def build_databases(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int,
+                    log_dir: Path) -> tuple[DbtRun, dict]:
     """Returns the dbt run and, per `<profile>/<database>`, its files, table row counts and hidden files."""
     logger = get_run_logger()
     drop_schemas(layout.warehouse, tuple(db.schema for db in BENCHMARK_DATABASES if db.profile == "renamed_random"))
     run = run_dbt(["build", "--select", *PROFILE_SELECTION], warehouse=layout.warehouse,
-                  work_dir=layout.dbt_work, vars=profile_vars, on_log=logger.info)
+                  work_dir=layout.dbt_work, vars=profile_vars, log_dir=log_dir)
+    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
+    for warning in run.warnings():
+        logger.warning(warning)
     renames = schema_renames(seed)
 
     exported: dict[str, dict] = {}
@@ -48,7 +52,7 @@ def build_databases(layout: DataLayout, build_dir: Path, profile_vars: dict, see
         exported[db.key] = info
         logger.info("%s: %d tables, %d rows → %s", db.key, len(counts), sum(counts.values()), duckdb_file.parent)
 
-    create_table_artifact(
+    table_artifact(
         key="databases",
         table=[{"database": key, "table": table, "rows": rows, "files": f"{info['duckdb']}, {info['sqlite']}"}
                for key, info in exported.items() for table, rows in info["row_counts"].items()],

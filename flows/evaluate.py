@@ -8,7 +8,7 @@
       → write the batch as one parquet part
       → metric table (ehrbench.evaluation.report) as a Prefect artifact
       → with a run prefix (the nightly deployment's), the comparison with the previous run of that prefix: metric
-        changes and tasks that flipped (ehrbench.evaluation.compare) as a second artifact
+        changes and tasks that flipped (ehrbench.reports.compare) as a second artifact
       → the run's dashboard (flows/report.py: leaderboards with intervals, breakdowns, trends of the run's series with
         regressions flagged, transcripts) rendered to reports/site/ and linked as an artifact
 
@@ -20,30 +20,41 @@ skipped — a killed run loses at most the trials in flight.
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task, unmapped
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.blocks.system import Secret
 from prefect.cache_policies import NONE
 from prefect.client.orchestration import get_client
 from prefect.concurrency.sync import concurrency
+from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ehrbench.agents.base import Agent
 from ehrbench.agents.baselines import make_agents
 from ehrbench.agents.config import BASELINES, AgentConfig, parse_agents
-from ehrbench.evaluation.compare import compare_runs, comparison_markdown, previous_run
 from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
 from ehrbench.evaluation.tasks import SUITES, EvalTask, load_tasks
 from ehrbench.evaluation.trial import TransientTrialError, failed_trial_row, run_trial
 from ehrbench.llm.tools import tool_chat_model
+from ehrbench.progress import TrialCount, report_trials
+from ehrbench.reports.compare import compare_runs, comparison_markdown, previous_run
 from ehrbench.settings import DataLayout, default_data_dir
+from flows.prefect_api import (
+    announce,
+    artifact_url,
+    is_transient_api_error,
+    markdown_artifact,
+    table_artifact,
+    with_api_retries,
+)
 from flows.report import render_report
 
 # Slots are leased and the lease renewed while the holder lives; a killed run's slots come back when its lease runs
@@ -51,6 +62,7 @@ from flows.report import render_report
 SLOT_LEASE_S = 60.0
 SLOT_WAIT_S = 900.0  # how long a batch waits for its endpoint's slots before the run stops and says why
 DEFAULT_THREADS = 4  # trials in flight without a model endpoint (oracle, abstain: they only read and score)
+ANNOUNCE_S = 30.0  # how often the run's logs say how far the trials are
 
 
 @flow(name="evaluate-agents", log_prints=True)
@@ -86,7 +98,7 @@ def evaluate_agents(
     build_dir = layout.build_folder(build).resolve()
     build_id = json.loads((build_dir / "manifest.json").read_text())["build_id"]
     tasks = load_tasks(build_dir, tuple(suites), limit, seed)
-    store = ResultStore(layout.results, run_id or run_prefix + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    store = ResultStore(layout.results, run_id or run_prefix + _scheduled_time().strftime("%Y%m%dT%H%M%SZ"))
     recovered = store.recover()  # rows a killed run of this id spilled
     if recovered:
         logger.info("recovered the trials an interrupted run finished into %s", recovered.name)
@@ -99,26 +111,79 @@ def evaluate_agents(
     completed = store.completed()
     pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
-    logger.info("run %s on build %s: %d tasks, %d trials to run (%d done before)", store.run_id, build_id,
-                len(tasks), len(pending), len(completed))
+    announce(f"run {store.run_id} on build {build_id}: {len(agent_objects)} agents × {len(tasks)} tasks "
+             f"× {trials} trials: {len(pending):,} to run ({len(completed):,} done before)")
     run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
+    tally = _Tally(len(pending))
     for batch in _batches(pending, batch_size):  # one agent per batch: one endpoint, one limit
         limit_name = limits.get(batch[0][0].name)
         store.write(_run_batch(run_one, batch, build_id, store, judge_model, limit_name,
-                               concurrency_per_endpoint, dask_address))
+                               concurrency_per_endpoint, dask_address, tally))
+    announce(f"trials done: {tally.done:,} ({tally.failed:,} failed) in {tally.elapsed():.0f} s; results in "
+             f"{store.folder}")
     table = metric_table(store.folder)
-    create_table_artifact(key="evaluation-metrics", table=[_rounded(row) for row in table],
-                          description=f"Metrics of run {store.run_id} on build {build_id}")
+    table_artifact(key="evaluation-metrics", table=[_rounded(row) for row in table],
+                   description=f"Metrics of run {store.run_id} on build {build_id}")
     previous = previous_run(layout.results, store.run_id, run_prefix) if run_prefix else None
     if previous is not None:
         comparison = compare_runs(store.folder, previous)
-        logger.info("compared with %s: %d tasks flipped", comparison.previous_run, len(comparison.flipped_tasks))
-        create_markdown_artifact(key="evaluation-comparison", markdown=comparison_markdown(comparison, store.run_id),
-                                 description="Metric changes and flipped tasks since the previous run")
-    if report:
-        render_report(run_id=store.run_id, trend_prefix=run_prefix or None, report_dir=report_dir,
-                      data_dir=str(layout.root))
+        announce(f"compared with {comparison.previous_run}: {len(comparison.metric_changes)} metrics changed, "
+                 f"{len(comparison.flipped_tasks)} tasks flipped")
+        markdown_artifact(key="evaluation-comparison", markdown=comparison_markdown(comparison, store.run_id),
+                          description="Metric changes and flipped tasks since the previous run")
+    dashboard = _render_dashboard(store.run_id, run_prefix, report_dir, layout) if report else None
+    markdown_artifact(key="evaluation-summary", description=f"Run {store.run_id}: what ran and where to look",
+                      markdown=_summary_markdown(store, build_id, agent_objects, tasks, trials, tally, dashboard,
+                                                 compared=previous is not None))
+    announce(f"next: uv run ehrbench metrics --run-id {store.run_id}"
+             + ("" if report else f"; make report RUN_ID={store.run_id}  # the dashboard"))
     return str(store.folder)
+
+
+def _summary_markdown(store: ResultStore, build_id: str, agents: list[Agent], tasks: list[EvalTask], trials: int,
+                      tally: _Tally, dashboard: str | None, compared: bool) -> str:
+    """The parent run's artifact: what ran, on what, and links to the stage artifacts and the dashboard."""
+    keys = ["evaluation-metrics", *(["evaluation-comparison"] if compared else []),
+            *(["evaluation-report-summary"] if dashboard else [])]
+    by_suite = ", ".join(f"{n} {suite}" for suite, n in sorted(Counter(t.view.suite for t in tasks).items()))
+    return "\n".join([
+        f"# Evaluation run {store.run_id}", "",
+        f"- build: `{build_id}`",
+        f"- agents: {', '.join(f'`{agent.name}`' for agent in agents)}",
+        f"- tasks: {len(tasks)} ({by_suite}), {trials} trial(s) each",
+        f"- trials run now: {tally.done:,} ({tally.failed:,} failed) in {tally.elapsed():.0f} s",
+        f"- results: `{store.folder}`",
+        f"- dashboard: [{dashboard}]({dashboard})" if dashboard else
+        f"- dashboard: not rendered; `make report RUN_ID={store.run_id}`",
+        "", "## Artifacts", *[f"- [{key}]({artifact_url(key)})" for key in keys],
+        "", "## Next", f"- `uv run ehrbench metrics --run-id {store.run_id}`", ""])
+
+
+def _scheduled_time() -> datetime:
+    """When this flow run was due: the default run id's time. A retry of the flow run keeps it, so the retry
+    resumes the same run (completed trials skipped) instead of starting over."""
+    expected = flow_run.scheduled_start_time
+    return expected.astimezone(UTC) if expected else datetime.now(UTC)
+
+
+def _render_dashboard(run_id: str, run_prefix: str, report_dir: str | None, layout: DataLayout) -> str:
+    """The last stage. Its inputs are the run's parquet parts, complete by now, so when the Prefect API keeps
+    failing the run's results stand and only the dashboard is missing; the flow fails and says how to finish it."""
+    try:
+        return with_api_retries(render_report, run_id=run_id, trend_prefix=run_prefix or None, report_dir=report_dir,
+                                data_dir=str(layout.root), what="the dashboard stage (render-report)")
+    except Exception as exc:
+        if not is_transient_api_error(exc):
+            raise
+        raise DashboardNotRendered(
+            f"the trials of run {run_id} are complete in {layout.results / f'run_id={run_id}'}, but its dashboard "
+            f"was not rendered: the Prefect API kept failing ({type(exc).__name__}: {str(exc).splitlines()[0]}). "
+            f"Render it with `make report RUN_ID={run_id}`, or retry this flow run (it resumes run {run_id}: no "
+            "trial runs again)") from exc
+
+
+class DashboardNotRendered(RuntimeError):
+    """The evaluation finished; only its dashboard stage failed."""
 
 
 def _retry_transient(task, task_run, state) -> bool:
@@ -152,7 +217,8 @@ def _batches(pending: list[tuple[Agent, EvalTask, int]], size: int):
 
 
 def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str, store: ResultStore,
-               judge_model: str | None, limit_name: str | None, slots: int, dask_address: str | None) -> list[dict]:
+               judge_model: str | None, limit_name: str | None, slots: int, dask_address: str | None,
+               tally: _Tally) -> list[dict]:
     """The rows of one batch of one agent; a trial whose retries ran out becomes an error row (re-run on resume).
 
     How the endpoint's global concurrency limit is held: on local threads the batch takes `slots` slots at once and
@@ -167,23 +233,45 @@ def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str,
         from prefect_dask import DaskTaskRunner
 
         with DaskTaskRunner(address=dask_address) as runner:  # the cluster outlives the run; only the client closes
-            return _collect(runner.map(run_one, parameters), batch, build_id)
+            return _collect(runner.map(run_one, parameters), batch, build_id, tally)
     with ExitStack() as held:
         if limit_name:
             slots = min(slots, _limit_of(limit_name))  # another run may have lowered the limit since
             held.enter_context(_endpoint_slots(limit_name, slots))
         with ThreadPoolTaskRunner(max_workers=slots if limit_name else DEFAULT_THREADS) as runner:
-            return _collect(runner.map(run_one, parameters), batch, build_id)
+            return _collect(runner.map(run_one, parameters), batch, build_id, tally)
 
 
-def _collect(futures, batch: list[tuple[Agent, EvalTask, int]], build_id: str) -> list[dict]:
+def _collect(futures, batch: list[tuple[Agent, EvalTask, int]], build_id: str, tally: _Tally) -> list[dict]:
     rows = []
     for future, (agent, eval_task, trial) in zip(futures, batch, strict=True):
         future.wait()
         result = future.result(raise_on_failure=False)
         failed = isinstance(result, BaseException)
         rows.append(failed_trial_row(agent.name, eval_task, trial, build_id, result) if failed else result)
+        tally.add(rows[-1])
     return rows
+
+
+class _Tally:
+    """Trials done and failed: a terminal's bar follows every one, the run's logs get a line every ANNOUNCE_S."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.failed = total, 0, 0
+        self._started = self._announced = time.monotonic()
+
+    def add(self, row: dict) -> None:
+        self.done += 1
+        self.failed += row.get("status") == "error"
+        count = TrialCount(self.done, self.total, self.failed)
+        report_trials(count)
+        if time.monotonic() - self._announced >= ANNOUNCE_S and self.done < self.total:
+            self._announced = time.monotonic()
+            get_run_logger().info(count.describe())
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
 
 
 def endpoint_limits(configs: list[AgentConfig], per_endpoint: int) -> dict[str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ehrbench.ehrsql.published import load_questions
 from ehrbench.errors import ValidationError
@@ -20,22 +19,26 @@ from ehrbench.fhir.grounding_check import check_groundings, check_markdown
 from ehrbench.profiles import BenchmarkDatabase
 from ehrbench.settings import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
+from flows.prefect_api import markdown_artifact, table_artifact
 
 CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
 
 
 @flow(name="fhir")
-def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int,
+def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int, log_dir: Path,
                ehrsql2024_dir: Path | None = None) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `fhir` entry (counts, files, validation, ground truth)."""
     logger = get_run_logger()
     run = run_dbt(["build", "--select", "fhir"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars=profile_vars, on_log=logger.info)
+                  vars=profile_vars, log_dir=log_dir)
+    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
+    for warning in run.warnings():
+        logger.warning(warning)
     exported = export_fhir(layout.warehouse, build_dir, seed=seed)
     report = exported.validation
     logger.info("FHIR: %s; validated %d resources%s", exported.counts, report.checked,
                 f" of {exported.validated_patients} sampled patients" if exported.validated_patients else "")
-    create_table_artifact(
+    table_artifact(
         key="fhir",
         table=[{"resource type": kind, "resources": n, "file": exported.files[kind]}
                for kind, n in exported.counts.items()],
@@ -56,7 +59,7 @@ def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: in
     return run, entry
 
 
-@task
+@task(name="ground-ehrsql2024-in-fhir", task_run_name="ground-ehrsql2024-valid-in-fhir")
 def ground_ehrsql2024(build_dir: Path, ehrsql2024_dir: Path, current_time: str, seed: int) -> dict:
     """Resource-id ground truth of the published EHRSQL-2024 valid questions, on the build's ehrsql2024 database;
     hidden file plus an artifact with the share of single-patient questions grounded, why others are not, and
@@ -72,7 +75,7 @@ def ground_ehrsql2024(build_dir: Path, ehrsql2024_dir: Path, current_time: str, 
     summary = summarize(groundings)
     check = check_groundings(groundings, {q.question_id: q.sql for q in questions}, database.files(build_dir)[1],
                              build_dir / "fhir" / "resources.duckdb", current_time, limit=CHECK_LIMIT, seed=seed)
-    create_markdown_artifact(
+    markdown_artifact(
         key="fhir-ground-truth", markdown=ground_truth_markdown(summary) + "\n\n" + check_markdown(check),
         description="FHIR resource-id ground truth of the EHRSQL-2024 valid questions, and the dual grounding "
                     "check (answers from the FHIR resources vs the SQL answers)")

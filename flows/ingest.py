@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from ehrbench.settings import BuildParameters, DataLayout
 from ehrbench.sources import release_for
 from ehrbench.sources.download import download_release
 from ehrbench.sources.ingest import IngestedFile, ReleaseIngest, ingest_release
 from ehrbench.warehouse import connect
+from flows.prefect_api import markdown_artifact, table_artifact
 
 
-@task(name="download-release")
+@task(name="download-release", task_run_name="download/{dataset}-{edition}")
 def download(dataset: str, edition: str, raw_dir: Path) -> Path:
     release = release_for(dataset, edition)
     logger = get_run_logger()
@@ -31,7 +31,7 @@ def download(dataset: str, edition: str, raw_dir: Path) -> Path:
     return download_release(release, raw_dir / release.slug, progress=progress)
 
 
-@task(name="load-release")
+@task(name="load-release", task_run_name="load/{dataset}-{edition}")
 def load(dataset: str, edition: str, source_dir: Path, origin: str, strict_checksums: bool,
          warehouse: Path) -> list[IngestedFile]:
     logger = get_run_logger()
@@ -67,7 +67,7 @@ def ingest(parameters: BuildParameters, layout: DataLayout) -> list[ReleaseInges
         releases.append(ReleaseIngest(dataset, edition, release.version, str(source_dir), origin, files))
 
     every = [f for release in releases for f in release.files]
-    create_table_artifact(
+    table_artifact(
         key="ingest-files",
         table=[{"dataset": f.dataset, "table": f.table, "status": f.status, "check": f.verification,
                 "rows": f.rows, "action": f.action, "sha256": (f.sha256 or "")[:16], "path": f.path}
@@ -77,7 +77,7 @@ def ingest(parameters: BuildParameters, layout: DataLayout) -> list[ReleaseInges
     absent = [f for f in every if f.status == "absent"]
     unverified_list = ", ".join(f"`{f.dataset}.{f.table}` ({f.verification})" for f in unverified) or "none"
     absent_list = ", ".join(f"`{f.dataset}.{f.table}`" for f in absent) or "none"
-    create_markdown_artifact(
+    markdown_artifact(
         key="ingest-summary",
         markdown="\n".join([
             "# Ingest",

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NONE
 
 from ehrbench.dq.auditor import audit, write_flagged_rows
@@ -26,17 +25,21 @@ from ehrbench.dq.tasks import WrittenTask, write_oracle, write_task
 from ehrbench.errors import ValidationError
 from ehrbench.settings import DataLayout, DqSettings
 from ehrbench.transform import DbtRun, run_dbt
+from flows.prefect_api import table_artifact
 
 
 @flow(name="inject-errors")
 def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int,
-                  settings: DqSettings) -> tuple[DbtRun, dict]:
+                  settings: DqSettings, log_dir: Path) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `dq` entry: recipes, extract size, tasks, calibration scores."""
     logger = get_run_logger()
     recipes = load_recipes(settings.recipes)
     run = run_dbt(["build", "--select", "dq"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars={**profile_vars, "dq": {"seed": seed, "patients": recipes.extract.patients}},
-                  on_log=logger.info)
+                  log_dir=log_dir)
+    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
+    for warning in run.warnings():
+        logger.warning(warning)
     extract = read_extract(layout.warehouse)
     dq_dir = build_dir / "dq"
     written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir)]
@@ -49,7 +52,8 @@ def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: dict, seed:
     return run, manifest_entry(recipes, settings, extract, written, calibration, dq_dir)
 
 
-@task(cache_policy=NONE)  # the extract is a large input; nothing here is worth caching
+@task(name="make-audit-task", task_run_name="make-audit-task/{recipe.id}",
+      cache_policy=NONE)  # the extract is a large input; nothing here is worth caching
 def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path) -> list[WrittenTask]:
     injected = inject_task(extract, recipe, seed)
     if not injected.labels:
@@ -60,7 +64,7 @@ def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path) -> l
     return write_task(injected, dq_dir, seed)
 
 
-@task(cache_policy=NONE)
+@task(name="calibrate-audit-task", task_run_name="calibrate/{variants[0].recipe_id}", cache_policy=NONE)
 def calibrate(variants: list[WrittenTask]) -> dict:
     """The oracle's score on every variant folder of a task, and the rule-based auditor's (the variants share their
     data, so it runs once)."""
@@ -78,7 +82,7 @@ def calibrate(variants: list[WrittenTask]) -> dict:
 
 def publish_artifacts(written: list[WrittenTask], calibration: list[dict]) -> None:
     scores = {row["task"]: row for row in calibration}  # per task; its variants share data and labels
-    create_table_artifact(
+    table_artifact(
         key="dq-tasks",
         table=[{"task": e.task_id, "families": ", ".join(e.families), "errors": e.clusters,
                 "labelled rows": e.labelled_rows, "oracle passes": scores[e.recipe_id]["oracle_passed"],

@@ -4,11 +4,11 @@ data/benchmarks/<build_id>/ and point data/benchmarks/latest at it."""
 from __future__ import annotations
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
 
 from ehrbench.manifest import Manifest
 from ehrbench.publish import publish
 from ehrbench.settings import DataLayout
+from flows.prefect_api import markdown_artifact
 
 
 @flow(name="publish")
@@ -16,7 +16,7 @@ def publish_build(layout: DataLayout, manifest: Manifest) -> str:
     folder = publish(layout.benchmarks, manifest)
     get_run_logger().info("Published build %s at %s", manifest.build_id, folder)
     unverified = manifest.unverified_inputs
-    create_markdown_artifact(
+    markdown_artifact(
         key="build-published",
         markdown="\n".join([
             f"# Build `{manifest.build_id}` published",

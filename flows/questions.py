@@ -18,7 +18,6 @@ from datetime import datetime
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 
 from ehrbench.fhir.ground_truth import Question, ground_questions, summarize
 from ehrbench.fhir.grounding_check import check_groundings
@@ -29,6 +28,7 @@ from ehrbench.questions.paraphrase import ParaphraseSettings, paraphrase_questio
 from ehrbench.questions.suites import FHIR_DATABASE, fhir_questions, write_ehrsql2024_export, write_questions
 from ehrbench.questions.templates import DATABASES, PROFILE_OF, load_templates
 from ehrbench.settings import QuestionSettings
+from flows.prefect_api import table_artifact
 from flows.validate import validate_question_set
 
 CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
@@ -66,7 +66,7 @@ def build_questions(build_dir: Path, profile_vars: dict, seed: int, settings: Qu
             "chatqa": chatqa, "fhir_grounding": grounding, "validation": validation.summary()}
 
 
-@task
+@task(name="generate-questions", task_run_name="generate-questions/{database}")
 def generate(build_dir: Path, database: str, profile_vars: dict, seed: int, settings: QuestionSettings,
              templates: list) -> list[GeneratedQuestion]:
     profile, name, var_group = PROFILE_OF[database]
@@ -77,7 +77,7 @@ def generate(build_dir: Path, database: str, profile_vars: dict, seed: int, sett
         unanswerable_share=settings.unanswerable_share, seed=seed))
 
 
-@task
+@task(name="paraphrase-questions", task_run_name="paraphrase-questions")
 def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, settings: QuestionSettings,
                data_dir: Path) -> dict:
     paraphrasing = ParaphraseSettings.from_environment(data_dir, model=settings.paraphrase_model, seed=seed)
@@ -85,7 +85,7 @@ def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, s
     return {"model": paraphrasing.model, "embedding_model": paraphrasing.embedding_model, **report.to_dict()}
 
 
-@task
+@task(name="interactive-tasks", task_run_name="interactive-tasks/chatqa")
 def interactive_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates: list, seed: int,
                       profile_vars: dict) -> dict:
     """EHR-ChatQA-style tasks on the renamed databases: IncreQA from the answerable questions whose items have lay
@@ -99,7 +99,7 @@ def interactive_tasks(build_dir: Path, questions: list[GeneratedQuestion], templ
     return {"tasks": incre + adapt, "incre": len(incre), "adapt": len(adapt), "dropped": dict(dropped)}
 
 
-@task
+@task(name="ground-questions-in-fhir", task_run_name="ground-questions-in-fhir/mimic_iv")
 def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: dict, seed: int) -> dict:
     """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.ground_truth), and the dual check of a
     seeded sample of the single-patient ones."""
@@ -118,7 +118,7 @@ def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_
 
 def publish_artifacts(kept: list[GeneratedQuestion]) -> None:
     by_template = Counter((q.suite, q.db, q.category, q.template_id, q.is_answerable) for q in kept)
-    create_table_artifact(
+    table_artifact(
         key="questions", table=[{"suite": s, "db": d, "category": c, "template": t, "answerable": a, "questions": n}
                                 for (s, d, c, t, a), n in sorted(by_template.items())],
         description="Generated questions per template (after quarantine)")

@@ -10,37 +10,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import create_link_artifact, create_markdown_artifact
+from prefect import flow
 
 from ehrbench.reports.assemble import report_data
-from ehrbench.reports.model import Bootstrap
+from ehrbench.reports.model import DEFAULT_BOOTSTRAP, Bootstrap
 from ehrbench.reports.site import render_site
 from ehrbench.reports.summary import headline_markdown
 from ehrbench.settings import DataLayout, default_data_dir, default_report_dir
+from ehrbench.stack.static_files import report_link
+from flows.prefect_api import announce, link_artifact, markdown_artifact
 
 
 @flow(name="render-report", log_prints=True)
 def render_report(
     run_id: str,
     trend_prefix: str | None = None,
-    bootstrap_replicates: int = 1000,
-    bootstrap_seed: int = 0,
+    bootstrap_replicates: int = DEFAULT_BOOTSTRAP.replicates,
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP.seed,
     report_dir: str | None = None,
     data_dir: str | None = None,
 ) -> str:
     """Render run `run_id`'s dashboard into `report_dir` (default reports/site/); `trend_prefix` names the series
-    of runs its trends compare (default: the run id without its trailing UTC time). Returns index.html's path."""
+    of runs its trends compare (default: the run id without its trailing UTC time). Returns where to open it:
+    index.html's URL (http:// when `make server`'s file server serves the site, else file://)."""
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
-    bootstrap = Bootstrap(replicates=bootstrap_replicates, seed=bootstrap_seed, level=0.95)
+    bootstrap = Bootstrap(replicates=bootstrap_replicates, seed=bootstrap_seed, level=DEFAULT_BOOTSTRAP.level)
     data = report_data(layout.results, run_id, layout.benchmarks, bootstrap=bootstrap, prefix=trend_prefix)
-    index = render_site(data, Path(report_dir).resolve() if report_dir else default_report_dir().resolve(),
+    site = Path(report_dir).resolve() if report_dir else default_report_dir().resolve()
+    index = render_site(data, site,
                         data_docs=layout.benchmarks / data.build_id / "reports" / "gx" if data.build_id else None)
     regressions = sum(p.change == "regression" and p.run_id == run_id for p in data.trends)
-    get_run_logger().info("report of run %s: %s (%d tasks, %d runs in its trend, %d regressions)", run_id, index,
-                          len(data.tasks), len(data.trend_runs), regressions)
-    create_link_artifact(key="evaluation-report", link=index.as_uri(), link_text=f"Dashboard of run {run_id}",
-                         description="The run's static report site (open index.html)")
-    create_markdown_artifact(key="evaluation-report-summary", markdown=headline_markdown(data, index.as_uri()),
-                             description=f"Headline metrics of run {run_id}")
-    return str(index)
+    announce(f"dashboard of run {run_id}: {index} ({len(data.tasks)} tasks, {len(data.trend_runs)} runs in its trend, "
+             f"{regressions} regressions)")
+    link = report_link(index, site)  # over HTTP when `make server`'s file server serves the site: the UI opens it
+    link_artifact(key="evaluation-report", link=link, link_text=f"Dashboard of run {run_id}",
+                  description="The run's static report site (open index.html)")
+    markdown_artifact(key="evaluation-report-summary", markdown=headline_markdown(data, link),
+                      description=f"Headline metrics of run {run_id}")
+    return link

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
 
 from ehrbench.settings import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
+from flows.prefect_api import markdown_artifact
 
 
 @flow(name="transform")
-def transform(layout: DataLayout) -> list[DbtRun]:
+def transform(layout: DataLayout, log_dir: Path) -> list[DbtRun]:
     logger = get_run_logger()
     run = run_dbt(["build", "--select", "staging"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  on_log=logger.info)
+                  log_dir=log_dir)
+    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
+    for warning in run.warnings():
+        logger.warning(warning)
     warnings = [node for node in run.nodes if node.status == "warn"]
-    create_markdown_artifact(
+    markdown_artifact(
         key="transform-dbt",
         markdown="\n".join([
             "# dbt build (staging)",

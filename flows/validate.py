@@ -9,13 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from ehrbench.errors import ValidationError
+from ehrbench.publish import build_id_of
 from ehrbench.settings import DataLayout
+from ehrbench.stack.static_files import data_docs_link
 from ehrbench.validation import SuiteResult, load_suite, validate_suite
 from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
+from flows.prefect_api import link_artifact, markdown_artifact, table_artifact
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parents[1] / "expectations"
 STAGING_SUITES = ("staging_mimic_iv", "staging_eicu")
@@ -36,14 +38,14 @@ def validate(layout: DataLayout, absent_sources: list[str]) -> dict[str, SuiteRe
         logger.info("%s: %d expectations, %d failed, %d skipped", name, result.evaluated, len(result.failed),
                     len(result.skipped))
 
-    create_table_artifact(
+    table_artifact(
         key="validation-results",
         table=[{"suite": name, "table": o.table, "expectation": o.expectation, "column": o.column or "",
                 "success": o.success, "observed": o.observed or "", "unexpected": o.unexpected_count,
                 "error": o.error or ""}
                for name, result in results.items() for o in result.outcomes],
         description="Great Expectations outcomes per staged table")
-    create_markdown_artifact(
+    markdown_artifact(
         key="validation-summary",
         markdown="\n".join(["# Validation", "| suite | evaluated | failed | skipped |", "|---|---|---|---|",
                             *[f"| {n} | {r.evaluated} | {len(r.failed)} | {len(r.skipped)} |"
@@ -59,7 +61,8 @@ def validate(layout: DataLayout, absent_sources: list[str]) -> dict[str, SuiteRe
     return results
 
 
-@task(name="validate-questions", cache_policy=NO_CACHE)  # a task: thousands of records are no flow parameters
+# a task, not a flow: thousands of records are no flow parameters
+@task(name="validate-questions", task_run_name="validate-questions", cache_policy=NO_CACHE)
 def validate_question_set(records: list[dict], databases: list[str], build_dir: Path,
                           max_quarantine_share: float) -> QuestionValidation:
     """`records`: GeneratedQuestion.to_dict() rows. Writes the quarantine and the Data Docs into the build."""
@@ -71,11 +74,15 @@ def validate_question_set(records: list[dict], databases: list[str], build_dir: 
                 100 * validation.quarantine_share)
     for shortfall in validation.coverage_shortfalls():
         logger.warning("question coverage not met: %s", shortfall)
-    create_markdown_artifact(key="questions-validation", markdown=validation.markdown(),
-                             description="Great Expectations on the generated questions")
+    for problem in validation.data_docs_offline.problems() if validation.data_docs_offline else []:
+        logger.warning("Data Docs: %s", problem)
+    markdown_artifact(key="questions-validation", markdown=validation.markdown(),
+                      description="Great Expectations on the generated questions")
     if validation.data_docs_index:
-        create_link_artifact(key="questions-data-docs", link=Path(validation.data_docs_index).resolve().as_uri(),
-                             link_text="Great Expectations Data Docs of the questions",
-                             description="Data Docs built into the build folder (reports/gx/)")
+        # where they will be once the build is published (the staging folder is renamed then), over HTTP when
+        # `make server`'s file server serves them
+        link_artifact(key="questions-data-docs", link=data_docs_link(build_dir.parent, build_id_of(build_dir)),
+                      link_text="Great Expectations Data Docs of the questions",
+                      description="Data Docs in the build folder (reports/gx/)")
     validation.check(max_quarantine_share)
     return validation

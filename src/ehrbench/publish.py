@@ -34,6 +34,11 @@ def staging_dir(benchmarks: Path, build_id: str) -> Path:
     return path
 
 
+def build_id_of(folder: Path) -> str:
+    """The id of a build folder, published or still being written (`<build_id>.tmp`)."""
+    return folder.name.removesuffix(_TMP)
+
+
 def discard(benchmarks: Path, build_id: str) -> None:
     shutil.rmtree(benchmarks / f"{build_id}{_TMP}", ignore_errors=True)
 

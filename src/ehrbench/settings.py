@@ -121,6 +121,10 @@ class DataLayout(BaseModel):
         """Evaluation runs: results/run_id=<id>/part-*.parquet."""
         return self.root / "results"
 
+    def build_logs(self, build_id: str) -> Path:
+        """A build's logs (dbt.log, build.log): outside the build folder, so a failed build keeps them too."""
+        return self.root / "logs" / build_id
+
     @property
     def dbt_work(self) -> Path:
         """dbt target/ and logs/ per data directory, so two checkouts never share state."""

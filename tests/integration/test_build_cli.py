@@ -216,9 +216,9 @@ def test_missing_directory_is_a_one_line_error(first_build, cli_env, tmp_path):
     before = sorted(p.name for p in (data_dir / "benchmarks").iterdir())
     missing = tmp_path / "no-such-release"
     result = run_cli(["build", "--data-dir", str(data_dir), "--mimic-iv-dir", str(missing)], cli_env)
-    assert result.returncode == 1
+    assert result.returncode == 2  # refused before any stage (or Prefect) started
     line = error_line(result.stderr)
-    assert str(missing) in line and "does not exist" in line
+    assert str(missing) in line and "does not exist" in line and line.startswith("ehrbench: error: --mimic-iv-dir")
     assert sorted(p.name for p in (data_dir / "benchmarks").iterdir()) == before
 
 
@@ -647,6 +647,45 @@ def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_re
         folder = evaluate_agents(agents=[f"llm:scripted@{server.base_url}"], run_id="refused", **common)
         (row,) = duckdb.sql(f"select status, error from read_parquet('{folder}/*.parquet')").fetchall()
         assert row[0] == "error" and row[1].startswith("ChatError") and len(server.requests) == 1
+
+
+def test_a_dashboard_stage_the_api_keeps_refusing_leaves_complete_results_and_a_rerun_finishes(
+        first_build, prefect_api_url, tmp_path, monkeypatch):
+    """The Prefect API answers 503 "database is locked" whenever the dashboard stage starts: the stage's retries run
+    out, the flow fails saying the trials are complete and how to finish; every trial is in the parquet parts. The
+    same run id again runs no trial and renders the dashboard."""
+    import httpx
+
+    import flows.evaluate as evaluate_flow
+    import flows.prefect_api as prefect_api
+    from flows.evaluate import DashboardNotRendered, evaluate_agents
+
+    data_dir = first_build["data_dir"]
+    monkeypatch.setattr(prefect_api, "FIRST_DELAY_S", 0.01)
+    monkeypatch.setattr(prefect_api, "ATTEMPTS", 3)
+    render, attempts = evaluate_flow.render_report, []
+
+    def locked_api(**parameters):
+        attempts.append(parameters)
+        request = httpx.Request("POST", f"{prefect_api_url}/flow_runs/")
+        raise httpx.HTTPStatusError("Server error '503 Service Unavailable'", request=request,
+                                    response=httpx.Response(503, request=request, text="database is locked"))
+
+    monkeypatch.setattr(evaluate_flow, "render_report", locked_api)
+    run = dict(agents=["oracle"], suites=["ehrsql", "dq"], limit=3, run_id="dashboard-refused",
+               data_dir=str(data_dir), report_dir=str(tmp_path / "site"))
+    with pytest.raises(DashboardNotRendered, match=r"trials of run dashboard-refused are complete .*"
+                                                   r"make report RUN_ID=dashboard-refused"):
+        evaluate_agents(**run)
+    assert len(attempts) == 3 and not (tmp_path / "site").exists()
+    parts = data_dir / "results" / "run_id=dashboard-refused" / "part-*.parquet"
+    trials = duckdb.sql(f"select count(*), min(status) from read_parquet('{parts}')").fetchone()
+    assert trials == (6, "completed")  # 3 ehrsql + 3 dq tasks, one trial each
+
+    monkeypatch.setattr(evaluate_flow, "render_report", render)
+    evaluate_agents(**run)
+    assert duckdb.sql(f"select count(*) from read_parquet('{parts}')").fetchone()[0] == 6  # nothing ran again
+    assert "dashboard-refused" in (tmp_path / "site" / "index.html").read_text()
 
 
 def test_a_killed_evaluation_resumes_without_losing_finished_trials(first_build, cli_env):

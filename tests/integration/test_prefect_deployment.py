@@ -1,10 +1,12 @@
-"""The README's deployment workflow against a REAL Prefect server (not ephemeral mode).
+"""The README's deployment workflow against a REAL Prefect server (not ephemeral mode), on PostgreSQL as `make server`
+runs it.
 
-A `prefect server start` on a free port with a temporary PREFECT_HOME, the `local` process work pool, a
-worker, `prefect --no-prompt deploy --all` from the repository's prefect.yaml, then a run of
-`build-benchmark/demo` through the API. The data directory is temporary: the repository's data/ is
-never touched. Every process is started in its own session and its whole process group is stopped at
-teardown (worker before server; the worker needs a second SIGTERM).
+A PostgreSQL cluster of the project's own (ehrbench.stack.postgres), `prefect server start` on it on a free
+(non-default) port with a temporary PREFECT_HOME, the `local` process work pool, a worker, `prefect --no-prompt deploy
+--all` from the repository's prefect.yaml, then runs of `build-benchmark/demo` and `evaluate-agents/nightly` through
+the API, the nightly at full size (> 2,000 trial task runs) with both CPUs busy, and the UI in a browser. The data
+directory is temporary: the repository's data/ is never touched. Every process is started in its own session and its
+whole process group is stopped at teardown (worker before server; the worker needs a second SIGTERM).
 """
 
 from __future__ import annotations
@@ -12,16 +14,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
+
+from ehrbench.stack.postgres import LocalPostgres, PostgresError, binaries
+from tests.browser import chromium_page, screenshot
 
 pytestmark = pytest.mark.integration
 
@@ -127,17 +136,40 @@ def _run(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 180) 
 
 
 @pytest.fixture
-def prefect_stack(tmp_path: Path) -> Iterator[dict]:
-    """A real Prefect server on a free port and its URL; the test adds the worker to `processes`."""
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL cluster as `make server` makes it, in a folder under /tmp (pytest's own tmp folders are closed to
+    the `postgres` user that runs the server when the tests run as root)."""
+    try:
+        binaries()
+    except PostgresError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    cluster = LocalPostgres(Path(tempfile.mkdtemp(prefix="ehrbench-test-pg-")))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture
+def prefect_stack(tmp_path: Path, postgres_url: str) -> Iterator[dict]:
+    """A real Prefect server on PostgreSQL on a free port and its URL; the test adds the worker to `processes`."""
     home, logs = tmp_path / "prefect", tmp_path / "logs"
     home.mkdir()
     logs.mkdir()
     port = _free_port()
+    assert port != 4200  # the UI must follow the server to another port
     api_url = f"http://127.0.0.1:{port}/api"
     processes: list[Background] = []
     try:
+        # what `make server` sets: the database, and the UI's API address on the chosen port
+        server_env = {**_base_env(home), "PREFECT_SERVER_DATABASE_CONNECTION_URL": postgres_url,
+                      "PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port),
+                      "PREFECT_UI_API_URL": api_url, "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "true"}
         server = Background("server", ["server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                            _base_env(home), tmp_path, logs)
+                            server_env, tmp_path, logs)
         processes.append(server)
         deadline = time.monotonic() + 180
         while True:
@@ -148,7 +180,7 @@ def prefect_stack(tmp_path: Path) -> Iterator[dict]:
             assert time.monotonic() < deadline, \
                 f"Prefect server not healthy after 180 s:\n{_log_tail(server.log)}"
             time.sleep(0.5)
-        yield {"api_url": api_url, "home": home, "logs": logs, "processes": processes, "tmp": tmp_path}
+        yield {"api_url": api_url, "home": home, "logs": logs, "processes": processes, "tmp": tmp_path, "port": port}
     finally:
         for process in reversed(processes):  # worker (added last) before server
             process.stop()
@@ -244,23 +276,70 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
     assert "mimic_iv.chartevents" in unverified
     assert not (REPO / "data" / "benchmarks" / manifest["build_id"]).exists()
 
-    # the nightly evaluation: scheduled, runs on the build just published, and compares with its previous run
+    # the nightly evaluation: scheduled, runs on the build just published at its own size (200 tasks per suite) with
+    # two trials — more than 2,000 trial task runs — while both CPUs are busy, and compares with its previous run
     with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:
         nightly = api.get("/deployments/name/evaluate-agents/nightly").raise_for_status().json()
         (schedule,) = [s["schedule"] for s in nightly["schedules"]]
         assert (schedule["cron"], schedule["timezone"]) == ("0 2 * * *", "UTC")
-        # a few tasks per suite: the deployment's own parameters (200 per suite) would make ~1,200 task runs, more
-        # than this test's SQLite-backed server (sharing 2 cores with the other test worker) answers promptly
-        few = {"limit": 4}
-        first, _, first_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300, parameters=few)
+        with busy_cpus(os.cpu_count() or 2):
+            started = time.monotonic()
+            first, _, first_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=1500,
+                                                   parameters={"trials": 2})
+            seconds = time.monotonic() - started
         assert first["state"]["type"] == "COMPLETED", f"{first['state']}\n{_log_tail(logs / 'worker.log', 60)}"
+        first_run_id = _run_id_of(data_dir, first)
+        trials = duckdb.sql(f"select count(*) from read_parquet('{data_dir}/results/run_id={first_run_id}/"
+                            "part-*.parquet')").fetchone()[0]
+        assert trials >= 2000  # 612 tasks (200 per question suite, 12 dq) × 2 agents × 2 trials
+        # the server records task runs from their events, behind the run: wait until it holds every one
+        deadline, trial_runs = time.monotonic() + 300, 0
+        while trial_runs < trials and time.monotonic() < deadline:
+            trial_runs = api.post("/task_runs/count", json={
+                "flow_runs": {"id": {"any_": [first["id"]]}}}).raise_for_status().json()
+            time.sleep(2)
+        print(f"nightly on PostgreSQL, CPUs busy: {trials} trials in {seconds:.0f} s, {trial_runs} task runs recorded")
+        assert trial_runs == trials
         assert "evaluation-metrics" in first_keys and "evaluation-comparison" not in first_keys
         assert {"evaluation-report", "evaluation-report-summary"} <= first_keys  # the dashboard, last stage
+        assert first_run_id in (tmp / "site" / "index.html").read_text()
+
         time.sleep(1.1)  # run ids carry the UTC second
-        second, _, second_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300, parameters=few)
+        second, _, second_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300,
+                                                 parameters={"limit": 4})
         assert second["state"]["type"] == "COMPLETED", f"{second['state']}\n{_log_tail(logs / 'worker.log', 60)}"
         assert "evaluation-comparison" in second_keys
     runs = sorted((data_dir / "results").glob("run_id=nightly-*"))
     assert len(runs) == 2 and all(list(run.glob("part-*.parquet")) for run in runs)
     trends = (tmp / "site" / "trends.html").read_text()  # the second run's dashboard shows both nightly runs
     assert all(run.name.removeprefix("run_id=") in trends for run in runs)
+
+    # the UI of a server on a non-default port talks to that port, and lists the deployments
+    with chromium_page() as page:
+        page.goto(f"http://127.0.0.1:{prefect_stack['port']}/deployments", wait_until="networkidle")
+        page.get_by_text("nightly", exact=True).first.wait_for(timeout=60_000)
+        assert page.get_by_text("demo", exact=True).count() >= 1
+        screenshot(page, "prefect-ui-deployments")
+        api_calls = [url for url in page.requested if "/api/" in url]
+        assert api_calls and all(url.startswith(api_url) for url in api_calls), api_calls[:5]
+        assert not any(":4200/" in url for url in page.requested)
+
+
+def _run_id_of(data_dir: Path, flow_run: dict) -> str:
+    """The run id a nightly flow run wrote its results under: its prefix and its scheduled (expected) start time."""
+    expected = datetime.fromisoformat(flow_run["expected_start_time"]).astimezone(UTC)
+    run_id = "nightly-" + expected.strftime("%Y%m%dT%H%M%SZ")
+    assert (data_dir / "results" / f"run_id={run_id}").is_dir(), sorted((data_dir / "results").iterdir())
+    return run_id
+
+
+@contextlib.contextmanager
+def busy_cpus(count: int) -> Iterator[None]:
+    """`count` processes spinning at normal priority: a machine busy with other work."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()

@@ -6,11 +6,16 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from ehrbench.evaluation.results import ResultStore
 from ehrbench.publish import publish, staging_dir
 
+from .test_evaluation import _row
 from .test_publish import _manifest
 
 EHRBENCH = str(Path(sys.executable).with_name("ehrbench"))
@@ -86,3 +91,147 @@ def test_report_without_runs_or_with_an_unknown_run_is_a_one_line_error(tmp_path
                              str(data_dir)], env=_env(tmp_path), capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "run_id=nope: no results" in result.stderr
     assert not (tmp_path / "site").exists()
+
+
+def _refusal(tmp_path: Path, *args: str, **env: str) -> str:
+    """Run a command that must be refused before Prefect starts; its one error line."""
+    started = time.perf_counter()
+    result = subprocess.run([EHRBENCH, *args], env=_env(tmp_path, **env), capture_output=True, text=True, timeout=120)
+    elapsed = time.perf_counter() - started
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ehrbench: error:")]
+    assert len(errors) == 1, result.stderr
+    assert elapsed < 15, f"{args} took {elapsed:.1f}s: Prefect started?"
+    assert not list(tmp_path.rglob("prefect.db*")), "a temporary Prefect server was started"
+    return errors[0].removeprefix("ehrbench: error: ")
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--current-time", "2100-13-01"], "--current-time: expected 'YYYY-MM-DD HH:MM:SS', got '2100-13-01'"),
+    (["--current-time", "2100-13-01 00:00:00"],
+     "--current-time: expected 'YYYY-MM-DD HH:MM:SS', got '2100-13-01 00:00:00'"),
+    (["--mimic-iv-edition", "fulll"], "--mimic-iv-edition: expected 'demo' or 'full', got 'fulll'"),
+    (["--eicu-edition", "Demo"], "--eicu-edition: expected 'demo' or 'full', got 'Demo'"),
+    (["--eicu-preset", "ehrsql2024"], "--eicu-preset: expected 'ehrchatqa' or 'ehrsql2022', got 'ehrsql2024'"),
+    (["--seed", "-1"], "--seed: expected a number greater than or equal to 0, got -1"),
+    (["--start-year", "1800"], "--start-year: expected a number greater than or equal to 1900, got 1800"),
+    (["--questions-per-template", "0"],
+     "--questions-per-template: expected a number greater than or equal to 1, got 0"),
+    (["--mimic-iv-dir", "{tmp}/absent"], "--mimic-iv-dir: {tmp}/absent does not exist; expected a release directory"),
+    (["--eicu-dir", "{tmp}/a-file"], "--eicu-dir: {tmp}/a-file is not a directory; expected a release directory"),
+    (["--ehrsql2024-dir", "{tmp}/absent"],
+     "--ehrsql2024-dir: {tmp}/absent does not exist; expected a release directory"),
+    (["--paraphrase-model", "gpt-4o"], "--paraphrase-model: model spec 'gpt-4o' is not of the form openai:<model>, "
+                                       "openai:<model>@<base_url> or gemini:<model>"),
+])
+def test_build_refuses_bad_parameters_before_prefect_starts(tmp_path, args, expected):
+    (tmp_path / "a-file").write_text("")
+    args = [arg.format(tmp=tmp_path) for arg in args]
+    assert _refusal(tmp_path, "build", "--data-dir", str(tmp_path / "data"), *args) == expected.format(tmp=tmp_path)
+    assert not (tmp_path / "data").exists()
+
+
+def test_build_names_the_environment_variable_a_bad_source_directory_came_from(tmp_path):
+    message = _refusal(tmp_path, "build", "--data-dir", str(tmp_path / "data"),
+                       EHRBENCH_EICU_DIR=str(tmp_path / "gone"))
+    assert message == f"$EHRBENCH_EICU_DIR: {tmp_path}/gone does not exist; expected a release directory"
+
+
+def _bad_run_id(option: str, value: str) -> str:
+    return (f"{option}: expected 1-200 letters, digits, '.', '_' or '-', not starting with '.' and without '..', "
+            f"got {value!r}")
+
+
+GEMINI_WITH_URL = ("model spec 'gemini:m@http://h': a Gemini model takes no base URL (expected openai:<model>, "
+                   "openai:<model>@<base_url> or gemini:<model>)")
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--agent", "llm:gemini:m@http://h"],  # `:gemini:` stays text (Rich would print an emoji)
+     f"--agent: agent 'llm:gemini:m@http://h': agent: Value error, {GEMINI_WITH_URL}"),
+    (["--agent", "orcale"], "--agent: unknown agent 'orcale'; expected oracle, abstain, llm:<model>@<base_url>, "
+                            "llm:openai:<model>[@<base_url>] or llm:gemini:<model>"),
+    (["--agent", "oracle", "--agent", "oracle"],
+     "--agent: agent name(s) oracle given more than once; names must be unique in a run"),
+    (["--agent", "llm:gemini:m", "--agent-option", "max_actions=0"],
+     "--agent: agent 'llm:gemini:m': max_actions: Input should be greater than or equal to 1"),
+    (["--agent-option", "max_actions"], "--agent-option: agent option 'max_actions': expected key=value (keys: "
+     "ehrsql_mode, fhir_variant, max_actions, temperature, max_tokens, timeout_s, max_retries, sql_timeout_s, "
+     "user_model, validator_model, user_reruns, max_user_turns, embedding_model, value_search_synonyms, "
+     "api_key_env, api_key_secret)"),
+    (["--judge-model", "gemini:m@http://h"], f"--judge-model: {GEMINI_WITH_URL}"),
+    (["--suite", "ehrsql", "--suite", "sql"],
+     "--suite: unknown suite 'sql'; expected some of ehrsql, chatqa, fhir, dq"),
+    (["--run-id", ""], _bad_run_id("--run-id", "")),
+    (["--run-id", "../x"], _bad_run_id("--run-id", "../x")),
+    (["--run-id", "a/b"], _bad_run_id("--run-id", "a/b")),
+    (["--run-id", "a..b"], _bad_run_id("--run-id", "a..b")),
+    (["--run-id", "my run"], _bad_run_id("--run-id", "my run")),
+    (["--run-id", "run:1"], _bad_run_id("--run-id", "run:1")),
+    (["--build", "20260101T000000Z"], "--build: no build folder at {data}/benchmarks/20260101T000000Z; expected "
+     "'latest', a build id or a build folder (list builds with 'ehrbench builds')"),
+    (["--build", "{tmp}"], "--build: a folder without manifest.json at {tmp}; expected 'latest', a build id or a "
+                           "build folder (list builds with 'ehrbench builds')"),
+    ([], "--build: no published build in {data}/benchmarks; run 'ehrbench build' first"),
+])
+def test_evaluate_refuses_bad_input_before_prefect_starts(tmp_path, args, expected):
+    data = tmp_path / "data"
+    args = [arg.format(tmp=tmp_path) for arg in args]
+    message = _refusal(tmp_path, "evaluate", "--data-dir", str(data), *args)
+    assert message == expected.format(tmp=tmp_path, data=data)
+
+
+def test_evaluate_accepts_an_existing_run_id_to_resume(tmp_path):
+    data = tmp_path / "data"
+    (data / "results" / "run_id=nightly-20261120T020000Z").mkdir(parents=True)
+    message = _refusal(tmp_path, "evaluate", "--data-dir", str(data), "--run-id", "nightly-20261120T020000Z")
+    assert message.startswith("--build: no published build")  # the run id passed; the missing build did not
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["report", "--run-id", "../other"], _bad_run_id("--run-id", "../other")),
+    (["report", "--run-id", "r1", "--trend-prefix", "a/"], _bad_run_id("--trend-prefix", "a/")),
+    (["report", "--run-id", "r1", "--out", "{tmp}/a-file"],
+     "--out: {tmp}/a-file is a file; expected a folder (it is replaced whole)"),
+    (["metrics", "--run-id", ".hidden"], _bad_run_id("--run-id", ".hidden")),
+    (["evaluate", "--data-dir", "{tmp}/a-file"], "--data-dir: {tmp}/a-file is a file; expected a directory"),
+])
+def test_report_metrics_and_data_dir_refuse_bad_input_before_prefect_starts(tmp_path, args, expected):
+    (tmp_path / "a-file").write_text("")
+    ResultStore(tmp_path / "data" / "results", "r1").write([_row("oracle", "q1", 0, 1.0)])
+    command, *options = (arg.format(tmp=tmp_path) for arg in args)
+    message = _refusal(tmp_path, command, "--data-dir", str(tmp_path / "data"), *options)
+    assert message == expected.format(tmp=tmp_path)
+
+
+def test_input_checks_do_not_import_prefect(tmp_path):
+    """Prefect reads its settings (PREFECT_HOME, the server start-up timeout) when imported: only after the checks."""
+    checks = "ehrbench.cli, ehrbench.agents.config, ehrbench.evaluation.tasks, ehrbench.llm.chat, ehrbench.dq.recipes"
+    result = subprocess.run([sys.executable, "-c", f"import sys, {checks}; print(sorted(m for m in sys.modules "
+                             "if m.split('.')[0] in ('prefect', 'flows')))"],
+                            env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_help_and_tables_print_gemini_specs_as_text_not_emoji(tmp_path):
+    result = subprocess.run([EHRBENCH, "evaluate", "--help"], env=_env(tmp_path), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "llm:gemini:<model>" in result.stdout, result.stdout
+    assert "\u264a" not in result.stdout  # ♊
+    ResultStore(tmp_path / "data" / "results", "r1").write([_row("llm:gemini:m", "q1", 0, 1.0)])
+    result = subprocess.run([EHRBENCH, "metrics", "--run-id", "r1", "--data-dir", str(tmp_path / "data")],
+                            env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "llm:gemini:m" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_temporary_prefect_server_that_does_not_start_is_a_one_line_error(tmp_path):
+    # a start-up allowance of 0 s times out at once, exactly as a busy machine's 120 s do
+    result = subprocess.run([EHRBENCH, "build", "--data-dir", str(tmp_path / "data")],
+                            env=_env(tmp_path, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="0"),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ehrbench: error:")]
+    assert errors == ["ehrbench: error: the temporary Prefect server did not start within 0 s (machine busy?); "
+                      "start a server with 'make server', or retry"], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data" / "benchmarks").exists()

@@ -183,8 +183,23 @@ def test_metric_table_from_the_parquet_parts(tmp_path):
         metric_table(tmp_path / "run_id=none")
 
 
+def test_metric_table_rows_start_with_agent_suite_key_metrics_cost_and_latency(tmp_path):
+    from tests.report_fixtures import trial, write_run
+
+    folder = write_run(tmp_path, "r", [
+        trial(task="q1", cost_usd=0.01, latency_s=0.5),
+        trial(suite="dq", task="d1", answerable=None, dq_recall=1.0, dq_precision=0.25, cost_usd=0.02, latency_s=2.0),
+        trial(suite="chatqa", task="c1", cost_usd=0.03, latency_s=1.0)])
+    rows = {row["suite"]: row for row in metric_table(folder)}
+    assert list(rows["ehrsql"])[:5] == ["agent", "suite", "RS(10)", "cost_usd", "latency_s_mean"]
+    assert list(rows["dq"])[:7] == ["agent", "suite", "success_rate", "dq_recall", "dq_precision", "cost_usd",
+                                    "latency_s_mean"]
+    assert list(rows["dq"].values())[2:7] == [1.0, 1.0, 0.25, 0.02, 2.0]
+    assert list(rows["chatqa"])[:5] == ["agent", "suite", "success_rate", "cost_usd", "latency_s_mean"]
+
+
 def test_a_run_compared_with_the_previous_one_shows_metric_changes_and_flipped_tasks(tmp_path):
-    from ehrbench.evaluation.compare import compare_runs, comparison_markdown, previous_run
+    from ehrbench.reports.compare import compare_runs, comparison_markdown, previous_run
 
     old, new = ResultStore(tmp_path, "nightly-20261120T020000Z"), ResultStore(tmp_path, "nightly-20261121T020000Z")
     # q1 solved before, not now (regressed); q2 the other way round (fixed); q3 solved in both
@@ -197,8 +212,47 @@ def test_a_run_compared_with_the_previous_one_shows_metric_changes_and_flipped_t
     comparison = compare_runs(new.folder, old.folder)
     assert comparison.previous_run == old.run_id
     assert [(f["task_id"], f["change"]) for f in comparison.flipped_tasks] == [("q1", "regressed"), ("q2", "fixed")]
-    # success rate 2/3 in both runs: no change; F1_exe (2 of 3 correct in both) likewise
-    changed = {c["metric"]: c["delta"] for c in comparison.metric_changes}
-    assert changed["success_rate"] == pytest.approx(0.0)
+    # success rate 2/3 in both runs, F1_exe (2 of 3 correct) likewise, cost and latency the same: nothing changed
+    assert comparison.metric_changes == []
     text = comparison_markdown(comparison, new.run_id)
     assert "1 regressed, 1 fixed" in text and "| a | ehrsql | q1 | 1.00 | 0.00 | regressed |" in text
+    assert "No metric changed." in text
+
+
+def test_latency_noise_between_two_runs_is_no_change(tmp_path):
+    from ehrbench.reports.compare import compare_runs, comparison_markdown
+    from tests.report_fixtures import trial, write_run
+
+    # the same 10 tasks and rewards; latency varies over tasks (1.0 … 1.9 s), the new run 5.98e-05 s slower each:
+    # the latency intervals overlap (the old comparison listed the 5.98e-05 as a change)
+    def run(run_id: str, noise: float) -> Path:
+        return write_run(tmp_path, run_id, [trial(task=f"t{t}", reward=float(t % 2 == 0),
+                                                  latency_s=1.0 + t / 10 + noise, cost_usd=0.01) for t in range(10)])
+
+    old, new = run("n-20261120T020000Z", 0.0), run("n-20261121T020000Z", 5.98e-05)
+    comparison = compare_runs(new, old)
+    assert comparison.metric_changes == [] and comparison.flipped_tasks == []
+    text = comparison_markdown(comparison, "n-20261121T020000Z")
+    assert "No metric changed." in text
+    assert ("when its 95% interval (bootstrap over tasks, 1,000 replicates, seed 0) lies wholly above or below the "
+            "previous run's") in text
+
+
+def test_a_real_drop_in_success_rate_is_listed_with_both_intervals(tmp_path):
+    from ehrbench.reports.compare import compare_runs, comparison_markdown
+    from tests.report_fixtures import trial, write_run
+
+    # 20 tasks: all solved before (every replicate 1: [100 %, 100 %]), half of them now (SR 50 %, an interval
+    # around it that stays below 100 %: 10 of 20 tasks drawn always leave some failed ones in a replicate but for
+    # a chance of 2^-20)
+    old = write_run(tmp_path, "n-20261120T020000Z", [trial(task=f"t{t}") for t in range(20)])
+    new = write_run(tmp_path, "n-20261121T020000Z", [trial(task=f"t{t}", reward=float(t < 10)) for t in range(20)])
+    comparison = compare_runs(new, old)
+    sr = next(c for c in comparison.metric_changes if c.metric == "success_rate")
+    assert (sr.agent, sr.suite, sr.change) == ("a", "ehrsql", "regression")
+    assert (sr.previous.value, sr.previous.low, sr.previous.high) == (1.0, 1.0, 1.0)
+    assert sr.current.value == 0.5 and sr.current.low < 0.5 < sr.current.high < 1.0
+    assert all(c.change == "regression" for c in comparison.metric_changes)
+    text = comparison_markdown(comparison, "n-20261121T020000Z")
+    low, high = f"{sr.current.low * 100:.1f} %", f"{sr.current.high * 100:.1f} %"
+    assert f"| a | ehrsql | SR | 100.0 % [100.0 %, 100.0 %] | 50.0 % [{low}, {high}] | regression |" in text

@@ -276,34 +276,47 @@ def test_trial_errors():
 
 def test_retrieval_precision_and_recall():
     # pred {1,2,3}, gold {2,3,4,5}: hits 2 -> P = 2/3, R = 2/4
-    assert retrieval_score(["1", "2", "3"], ["2", "3", "4", "5"]) == RetrievalScore(2 / 3, 0.5)
+    assert retrieval_score(["1", "2", "3"], ["2", "3", "4", "5"]) == RetrievalScore(2 / 3, 0.5, retrieved=True)
 
 
 def test_duplicates_count_once_and_ids_compare_as_strings():
     # pred {'1','2'} (the duplicate '1' once; the int 1 is '1'), gold {'1'}: P = 1/2, R = 1/1
-    assert retrieval_score([1, "1", "2"], ["1"]) == RetrievalScore(0.5, 1.0)
+    assert retrieval_score([1, "1", "2"], ["1"]) == RetrievalScore(0.5, 1.0, retrieved=True)
 
 
 def test_retrieval_edge_cases():
-    assert retrieval_score([], []) == RetrievalScore(1.0, 1.0)  # both empty
-    assert retrieval_score(["x"], []) == RetrievalScore(0.0, None)  # gold empty: recall excluded
-    assert retrieval_score([], ["x"]) == RetrievalScore(None, 0.0)  # nothing predicted: precision excluded
-    assert retrieval_score(["x"], ["y"]) == RetrievalScore(0.0, 0.0)  # disjoint, both defined
+    assert retrieval_score([], []) == RetrievalScore(1.0, 1.0, retrieved=False)  # both empty
+    assert retrieval_score(["x"], []) == RetrievalScore(0.0, None, retrieved=True)  # gold empty: recall excluded
+    # nothing predicted: precision excluded
+    assert retrieval_score([], ["x"]) == RetrievalScore(None, 0.0, retrieved=False)
+    assert retrieval_score(["x"], ["y"]) == RetrievalScore(0.0, 0.0, retrieved=True)  # disjoint, both defined
 
 
 def test_means_skip_excluded_questions():
     scores = [
-        RetrievalScore(2 / 3, 0.5),
-        RetrievalScore(1.0, 1.0),
-        RetrievalScore(0.0, None),
-        RetrievalScore(None, 0.0),
+        RetrievalScore(2 / 3, 0.5, retrieved=True),
+        RetrievalScore(1.0, 1.0, retrieved=False),  # both empty
+        RetrievalScore(0.0, None, retrieved=True),
+        RetrievalScore(None, 0.0, retrieved=False),
     ]
     # precision over questions 1-3: (2/3 + 1 + 0) / 3 = 5/9; recall over 1, 2, 4: (1/2 + 1 + 0) / 3 = 1/2
     mean = mean_retrieval_score(scores)
     assert mean.precision == pytest.approx(5 / 9)
     assert mean.recall == pytest.approx(0.5)
+    assert mean.retrieved
 
 
 def test_means_with_nothing_to_average_are_none():
-    assert mean_retrieval_score([]) == RetrievalScore(None, None)
-    assert mean_retrieval_score([RetrievalScore(None, 0.0)]) == RetrievalScore(None, 0.0)
+    assert mean_retrieval_score([]) == RetrievalScore(None, None, retrieved=False)
+    assert mean_retrieval_score([RetrievalScore(None, 0.0, retrieved=False)]) == RetrievalScore(
+        None, 0.0, retrieved=False)
+
+
+def test_an_agent_that_never_retrieves_has_no_mean_precision():
+    # abstain on three questions: both empty (P 1, R 1) twice, gold {x} once (P excluded, R 0). The per-question
+    # rule alone would give mean P = 1; with nothing retrieved anywhere it is undefined. Recall: (1 + 1 + 0) / 3.
+    abstain = [retrieval_score([], []), retrieval_score([], []), retrieval_score([], ["x"])]
+    assert mean_retrieval_score(abstain) == RetrievalScore(None, pytest.approx(2 / 3), retrieved=False)
+    # the same questions with one retrieval ({y} against gold {x}: P 0): mean P over the two both-empty 1s and it
+    retrieving = [*abstain[:2], retrieval_score(["y"], ["x"])]
+    assert mean_retrieval_score(retrieving).precision == pytest.approx((1 + 1 + 0) / 3)

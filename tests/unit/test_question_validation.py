@@ -196,10 +196,26 @@ def test_coverage_is_computed_after_quarantine_and_reported_without_failing_the_
     assert ("mimic_iv", "question_count") not in failed
     assert failed["mimic_iv", "category_coverage"].observed == "missing ['microbiology']"
     assert failed["mimic_iv", "template_coverage"].observed == "12"
-    assert failed["mimic_iv", "unanswerable_share"].observed == "1.0"
+    assert failed["mimic_iv", "unanswerable_share"].observed == "0.0"  # every question answerable
     assert "mimic_iv: template_coverage (observed 12)" in validation.coverage_shortfalls()
     validation.check(max_quarantine_share=0.5)  # the issue: only the quarantine share fails a build
     assert "| mimic_iv | template_coverage | **no** | 12 |" in validation.markdown()
+
+
+def test_unanswerable_share_is_the_share_of_unanswerable_ehrsql_questions():
+    # ehrsql: 3 answerable + 1 unanswerable -> 1/4; the chatqa unanswerable question is outside the row condition
+    # (counted, the share would be 2/5; the answerable share, which the row once showed, is 3/4)
+    records = [question(f"a{i}") for i in range(3)]
+    records += [unanswerable("u1"), unanswerable("u2", suite="chatqa")]
+    validation = validate_questions(records, SUITE, thresholds=SMALL)
+    assert validation.quarantined == {}
+    share = next(o for o in validation.coverage if o.name == "unanswerable_share")
+    assert (share.observed, share.success) == ("0.25", True)
+    assert "| mimic_iv | unanswerable_share | yes | 0.25 |" in validation.markdown()
+    # 1 of 11 (0.09) is below the suite's 10-30 % band
+    few = validate_questions([*(question(f"a{i}") for i in range(10)), unanswerable("u1")], SUITE, thresholds=SMALL)
+    share = next(o for o in few.coverage if o.name == "unanswerable_share")
+    assert float(share.observed) == pytest.approx(1 / 11) and not share.success
 
 
 def test_thresholds_override_and_reject_unknown_names(clean):

@@ -4,14 +4,16 @@ as `ehrbench.metrics` / the evaluation metric table (the definitions) on a rando
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from ehrbench.evaluation.report import metric_table
+from ehrbench.metrics import retrieval_score
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.assemble import open_run, report_data, series_runs, trend_prefix
-from ehrbench.reports.model import Bootstrap
+from ehrbench.reports.model import Bootstrap, Estimate
 from ehrbench.reports.site import render_site, task_href
 from tests.report_fixtures import trial, write_build, write_run
 
@@ -78,6 +80,49 @@ def test_fhir_and_dq_means_skip_missing_values(tmp_path):
     assert fhir["success_rate"].value == 0.5
     assert (dq["dq_recall"].value, dq["dq_precision"].value) == (0.75, pytest.approx(0.26))
     assert "rs_10" not in dq and dq["cost_per_trial"].value == 0.25 and dq["latency_per_trial"].value == 3.0
+
+
+def _fhir(agent: str, task: str, k: int, retrieved: list[str], gold: list[str]) -> dict:
+    score = retrieval_score(retrieved, gold)
+    return trial(agent, "fhir", task, k, reward=0.0, retrieval_precision=score.precision,
+                 retrieval_recall=score.recall, retrieved_fhir_ids=retrieved)
+
+
+def retrieval_run(tmp_path: Path) -> Path:
+    """f1 has no gold resource, f2 the gold {x}; `abstain` never retrieves, `some` does in 3 of its 4 trials."""
+    rows = [_fhir("abstain", "f1", k, [], []) for k in (0, 1)] + [_fhir("abstain", "f2", k, [], ["x"]) for k in (0, 1)]
+    rows += [_fhir("some", "f1", 0, [], []), _fhir("some", "f1", 1, ["y"], []),  # P 1, R 1; P 0, R excluded
+             _fhir("some", "f2", 0, ["x"], ["x"]), _fhir("some", "f2", 1, ["z"], ["x"])]  # P 1, R 1; P 0, R 0
+    return write_run(tmp_path, "r", rows)
+
+
+def test_an_agent_that_never_retrieves_has_no_retrieval_precision(tmp_path):
+    # abstain: precision defined only on f1 (both empty, 1), but it retrieved nothing: undefined, not 100 %;
+    # recall (1 + 1 + 0 + 0) / 4. some: precision (1 + 0 + 1 + 0) / 4, recall (1 + 1 + 0) / 3.
+    folder = retrieval_run(tmp_path)
+    expected = {"abstain": (None, 0.5), "some": (0.5, pytest.approx(2 / 3))}
+    board = board_of(folder, Bootstrap(200, 0, 0.95))
+    assert {agent: (board[("fhir", agent)].values["retrieval_precision"].value,
+                    board[("fhir", agent)].values["retrieval_recall"].value) for agent in expected} == expected
+    assert board[("fhir", "abstain")].values["retrieval_precision"] == Estimate(None, None, None)
+    table = {row["agent"]: (row["retrieval_precision"], row["retrieval_recall"]) for row in metric_table(folder)}
+    assert table == expected
+    data = report_data(tmp_path, "r", tmp_path / "none", bootstrap=NO_CI)
+    html = render_site(data, tmp_path / "site").read_text()
+    cell = re.search(r'<tr class="agent-row" data-agent="abstain">.*?data-metric="retrieval_precision" '
+                     r'data-value="">(.*?)</td>', html, re.S)
+    assert cell is not None and ">—<" in cell.group(1)
+
+
+def test_a_bootstrap_replicate_without_retrieval_has_no_precision(tmp_path):
+    # 4 tasks without gold where nothing is retrieved (P 1 each) and one where a wrong resource is (P 0): P = 4/5.
+    # A replicate drawing the fifth task j times has P = (5 − j)/5, at most 4/5 (j = 1: most of them, so the 97.5th
+    # percentile); one that misses it (a third of them) retrieved nothing and has no precision — counted as 1, it
+    # would make that percentile 1.
+    rows = [_fhir("a", f"f{t}", 0, [], []) for t in range(4)] + [_fhir("a", "f4", 0, ["y"], [])]
+    estimate = board_of(write_run(tmp_path, "r", rows), Bootstrap(400, 0, 0.95))[("fhir", "a")].values[
+        "retrieval_precision"]
+    assert estimate.value == pytest.approx(0.8) and estimate.high == pytest.approx(0.8)
 
 
 def test_the_leaderboard_agrees_with_the_metric_definitions_on_a_random_run(tmp_path):

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from jinja2 import ChoiceLoader, DictLoader, Environment
 
+from ehrbench.reports import aggregates
 from ehrbench.reports import site as site_module
 from ehrbench.reports.model import (
     Bootstrap,
@@ -216,6 +217,29 @@ def test_index_has_one_leaderboard_per_suite_with_values(site: Path) -> None:
     assert 'data-chart="leaderboard-ehrsql"' in html and 'data-chart="leaderboard-dq"' in html
     assert 'class="num headline" data-metric="sr" title="Share of trials solved"' in html
     assert "1,000 replicates, seed 7" in html
+
+
+def test_the_agent_column_is_sticky_and_the_key_columns_come_first(tmp_path: Path) -> None:
+    # dq's columns in the suite's order: Recall, Precision, Pass (the headline), Pass@k, Pass^k, Cost, Latency
+    metrics = aggregates.suite_metrics("dq")
+    row = LeaderboardRow(LLM, "dq", tasks=2, trials=2, k=1, errors=0, invalid=0, failing_tasks=1,
+                         values={m.key: Estimate(0.5) for m in metrics})
+    data = ReportData(run_id="r", build_id="b", generated_at="2026-01-02T03:04:05Z", agents=[LLM], suites=["dq"],
+                      bootstrap=Bootstrap(0, 0, 0.95), metrics={"dq": metrics}, headline={"dq": "success_rate"},
+                      leaderboard={"dq": [row]})
+    root = render_site(data, tmp_path / "site").parent
+    table = re.search(r'<table class="leaderboard" data-suite="dq">(.*?)</table>', (root / "index.html").read_text(),
+                      re.S).group(1)
+    header = re.findall(r'<th class="([^"]*)"(?: data-metric="([^"]*)")?', table.split("</thead>")[0])
+    assert [metric or cls for cls, metric in header] == [
+        "agent", "success_rate", "cost_per_trial", "latency_per_trial", "dq_recall", "dq_precision", "pass_at_k",
+        "pass_hat_k", "num", "num", "num", "num", "num"]  # then tasks, trials, k, errors, invalid
+    cells = re.findall(r'<td class="([^"]*)"(?: data-metric="([^"]*)")?', table.split("</thead>")[1])
+    assert [metric or cls for cls, metric in cells][:4] == ["agent", "success_rate", "cost_per_trial",
+                                                            "latency_per_trial"]
+    css = (root / "assets" / "style.css").read_text()
+    rule = re.search(r"table\.leaderboard \.agent \{([^}]*)\}", css)
+    assert rule is not None and "position: sticky" in rule.group(1) and "left: 0" in rule.group(1)
 
 
 def test_every_metric_cell_of_a_failing_row_links_its_failures(site: Path) -> None:

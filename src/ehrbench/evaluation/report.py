@@ -1,8 +1,12 @@
 """The metric table of an evaluation run, per agent and suite, read with DuckDB from the run's parquet parts and
 computed with `ehrbench.metrics` (DESIGN §5.6): success rate, Pass@k / Pass^k / Gap-k over the run's k trials, the
-reliability score RS(c) and F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall, data-quality
-recall/precision, cost and latency. Trials that ended in an error count as failures (reward 0); trials whose
-simulated user erred (status invalid) are not scored at all (DESIGN §5.6: re-run, not scored)."""
+reliability score RS(c) and F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall (precision None
+for an agent that retrieved nothing: `ehrbench.metrics.retrieval`), data-quality recall/precision, cost and
+latency. Trials that ended in an error count as failures (reward 0); trials whose simulated user erred (status
+invalid) are not scored at all (DESIGN §5.6: re-run, not scored).
+
+A row's keys come in reading order (the Prefect table artifact shows them so): agent, suite, the suite's key
+metrics (those of the dashboard's headline; dq adds its recall and precision), cost and latency, then the rest."""
 
 from __future__ import annotations
 
@@ -14,9 +18,11 @@ import duckdb
 from ehrbench.evaluation.results import run_parts
 from ehrbench.metrics import (
     Outcome,
+    RetrievalScore,
     answerability_f1,
     execution_f1,
     gap_k,
+    mean_retrieval_score,
     pass_at_k_mean,
     pass_hat_k_mean,
     reliability_scores,
@@ -24,17 +30,24 @@ from ehrbench.metrics import (
 )
 
 QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
+# per suite, the metrics a reader looks for first, before cost and latency (others: success_rate); ehrsql's is the
+# dashboard's headline
+KEY_METRICS = {"ehrsql": ("RS(10)",), "dq": ("success_rate", "dq_recall", "dq_precision")}
 
 
 def read_trials(run_folder: Path) -> list[dict]:
-    parts = run_parts(run_folder)
+    parts = [str(p) for p in run_parts(run_folder)]
     with duckdb.connect() as con:
+        columns = {name for (name, *_) in con.execute(
+            "describe select * from read_parquet(?, union_by_name = true)", [parts]).fetchall()}
+        retrieved = ("retrieved_fhir_ids" if "retrieved_fhir_ids" in columns
+                     else "null::varchar[] as retrieved_fhir_ids")  # parts older than the column: see _retrieval
         cursor = con.execute(
             "select agent, suite, task_id, trial, status, coalesce(reward, 0) as reward, correct, is_answerable, "
-            "abstained, retrieval_precision, retrieval_recall, dq_recall, dq_precision, cost_usd, latency_s, "
-            "input_tokens, output_tokens from read_parquet(?, union_by_name = true) "
+            f"abstained, retrieval_precision, retrieval_recall, {retrieved}, dq_recall, dq_precision, cost_usd, "
+            "latency_s, input_tokens, output_tokens from read_parquet(?, union_by_name = true) "
             "order by agent, suite, task_id, trial",
-            [[str(p) for p in parts]])
+            [parts])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -72,12 +85,26 @@ def _metrics(agent: str, suite: str, all_trials: list[dict]) -> dict:
             row.update({f"RS({c})": score for c, score in reliability_scores(outcomes).items()})
             row.update(F1_ans=answerability_f1(outcomes).f1, F1_exe=execution_f1(outcomes).f1)
     if suite == "fhir":
-        row.update(retrieval_precision=_mean(t["retrieval_precision"] for t in trials),
-                   retrieval_recall=_mean(t["retrieval_recall"] for t in trials))
+        retrieval = mean_retrieval_score(_retrieval(t) for t in trials)
+        row.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall)
     if suite == "dq":
         row.update(dq_recall=_mean(t["dq_recall"] for t in trials),
                    dq_precision=_mean(t["dq_precision"] for t in trials))
-    return row
+    return _in_reading_order(row, suite)
+
+
+def _retrieval(trial: dict) -> RetrievalScore:
+    """A trial's stored retrieval score. Without its ids (a part older than the column) whether it retrieved is
+    unknown: it counts as retrieving when it has a precision, which keeps the plain mean those runs were shown with."""
+    ids = trial["retrieved_fhir_ids"]
+    precision = trial["retrieval_precision"]
+    return RetrievalScore(precision=precision, recall=trial["retrieval_recall"],
+                          retrieved=bool(ids) if ids is not None else precision is not None)
+
+
+def _in_reading_order(row: dict, suite: str) -> dict:
+    first = ("agent", "suite", *KEY_METRICS.get(suite, ("success_rate",)), "cost_usd", "latency_s_mean")
+    return {**{key: row[key] for key in first if key in row}, **row}
 
 
 def _mean(values) -> float | None:

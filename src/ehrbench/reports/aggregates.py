@@ -7,7 +7,9 @@ gives the point estimate (over all tasks) and each bootstrap replicate (over tas
 confidence intervals resample tasks, not trials, because the trials of one task are not independent. Definitions
 are DESIGN §5.6's (and `ehrbench.metrics`', which the tests hold these queries to): trials whose simulated user
 erred (status invalid) are not scored; a trial that ended in an error is a failure (reward 0); RS(c) and F1 count
-completed trials only; Pass@k / Pass^k use the fewest trials any task of the (agent, suite) has as k.
+completed trials only; Pass@k / Pass^k use the fewest trials any task of the (agent, suite) has as k; retrieval
+precision is undefined over tasks where the agent retrieved nothing (`ehrbench.metrics.retrieval`), so a bootstrap
+replicate drawing only such tasks has none either.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
 Z_95 = 1.959963984540054  # the normal quantile of a 95 % Wilson interval
 
 _SHARE = "share"
-_COST = Metric("cost_per_trial", "Cost / trial", "usd", False, "mean cost in USD of the trials whose cost is known")
-_LATENCY = Metric("latency_per_trial", "Latency / trial", "seconds", False, "mean wall-clock time of a trial")
+COST = Metric("cost_per_trial", "Cost / trial", "usd", False, "mean cost in USD of the trials whose cost is known")
+LATENCY = Metric("latency_per_trial", "Latency / trial", "seconds", False, "mean wall-clock time of a trial")
 _PASS = [Metric("pass_at_k", "Pass@k", _SHARE, True, "chance that one of k trials succeeds (k: column k)"),
          Metric("pass_hat_k", "Pass^k", _SHARE, True, "chance that all k trials succeed (k: column k)")]
 _RS = [Metric(f"rs_{c}", f"RS({c.upper()})", "score", True,
@@ -40,19 +42,19 @@ SUITE_METRICS: dict[str, list[Metric]] = {
     "ehrsql": [Metric("success_rate", "SR", _SHARE, True, "mean reward: correct answers and correct abstentions"),
                Metric("f1_ans", "F1_ans", "score", True, "F1 of the decision to answer (answerable = positive)"),
                Metric("f1_exe", "F1_exe", "score", True, "F1 counting only correctly executed answers"),
-               *_RS, *_PASS, _COST, _LATENCY],
+               *_RS, *_PASS, COST, LATENCY],
     "chatqa": [Metric("success_rate", "SR", _SHARE, True, "mean reward over trials"), *_PASS,
                Metric("gap_k", "Gap-k", _SHARE, False, "Pass@k − Pass^k: success that depends on luck"),
                Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
-               _COST, _LATENCY],
+               COST, LATENCY],
     "fhir": [Metric("success_rate", "Answer correctness", _SHARE, True, "answers matching the gold"),
              Metric("retrieval_precision", "Retrieval P", _SHARE, True, "share of retrieved resources in the gold"),
              Metric("retrieval_recall", "Retrieval R", _SHARE, True, "share of gold resources retrieved"),
-             *_PASS, _COST, _LATENCY],
+             *_PASS, COST, LATENCY],
     "dq": [Metric("dq_recall", "Recall", _SHARE, True, "injected error clusters caught (any row of a cluster)"),
            Metric("dq_precision", "Precision", _SHARE, True, "flagged rows that belong to an injected error"),
            Metric("success_rate", "Pass", _SHARE, True, "audits with recall 1.0 and precision ≥ 0.01"),
-           *_PASS, _COST, _LATENCY],
+           *_PASS, COST, LATENCY],
 }
 HEADLINE = {"ehrsql": "rs_10", "chatqa": "success_rate", "fhir": "success_rate", "dq": "success_rate"}
 
@@ -81,7 +83,8 @@ METRIC_SQL: dict[str, str] = {
     **{f"rs_{c}": _rs(c) for c in ("0", "5", "10", "n")},
     "f1_ans": _f1("answered_answerable"),
     "f1_exe": _f1("answered_correct"),
-    "retrieval_precision": _mean("retrieval_precision"),
+    # an agent that never retrieves would otherwise get the both-empty questions' precision of 1
+    "retrieval_precision": f"case when sum(retrieving) > 0 then {_mean('retrieval_precision')} end",
     "retrieval_recall": _mean("retrieval_recall"),
     "dq_recall": _mean("dq_recall"),
     "dq_precision": _mean("dq_precision"),
@@ -121,6 +124,10 @@ with per_task as (
            count(*) filter (where status = 'completed' and not coalesce(abstained, false)
                             and coalesce(is_answerable, false) and coalesce(correct, false)) as answered_correct,
            {_scored_mean("retrieval_precision")}, {_scored_mean("retrieval_recall")},
+           -- trials that retrieved a resource; without ids (parts older than the column) those with a precision,
+           -- as ehrbench.evaluation.report reads them
+           count(*) filter (where status <> 'invalid' and case when retrieved_fhir_ids is null
+                            then retrieval_precision is not null else len(retrieved_fhir_ids) > 0 end) as retrieving,
            {_scored_mean("dq_recall")}, {_scored_mean("dq_precision")},
            {_scored_mean("cost_usd")}, {_scored_mean("latency_s")},
            coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))

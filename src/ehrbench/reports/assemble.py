@@ -51,6 +51,8 @@ def open_run(run_folder: Path) -> duckdb.DuckDBPyConnection:
 def _use_run(con: duckdb.DuckDBPyConnection, run_folder: Path) -> None:
     con.execute("create or replace temp table trials as select * from read_parquet(?, union_by_name = true)",
                 [[str(p) for p in run_parts(run_folder)]])
+    # parts written before the column existed: null, i.e. unknown (the aggregation and the task pages allow for it)
+    con.execute("alter table trials add column if not exists retrieved_fhir_ids varchar[]")
 
 
 def trend_prefix(run_id: str) -> str | None:
@@ -103,14 +105,12 @@ def report_data(results_root: Path, run_id: str, benchmarks_root: Path, *, boots
 def task_details(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> list[TaskDetail]:
     """Every task of the run with its gold and every trial (prediction and transcript)."""
     facets = catalog.task_facets(con)
-    retrieved = ("t.retrieved_fhir_ids" if "retrieved_fhir_ids" in _columns(con, "trials")
-                 else "[]::varchar[] as retrieved_fhir_ids")  # parts written before the column existed
-    cursor = con.execute(f"""
+    cursor = con.execute("""
         select t.suite, t.task_id, coalesce(t.db, q.db) as db, q.question, q.context, q.is_answerable,
                q.gold_sql, q.gold_answer, q.gold_fhir_ids, t.agent, t.trial, t.status, t.reward, t.answer,
-               t.predicted_sql, t.abstained, t.retrieval_precision, t.retrieval_recall, {retrieved}, t.dq_recall,
-               t.dq_precision, t.error, t.latency_s, t.input_tokens, t.output_tokens, t.cost_usd, t.tool_calls,
-               t.user_turns, t.stop_reason, t.transcript, t.flagged_rows_path
+               t.predicted_sql, t.abstained, t.retrieval_precision, t.retrieval_recall, t.retrieved_fhir_ids,
+               t.dq_recall, t.dq_precision, t.error, t.latency_s, t.input_tokens, t.output_tokens, t.cost_usd,
+               t.tool_calls, t.user_turns, t.stop_reason, t.transcript, t.flagged_rows_path
         from trials t left join task_text q on q.suite = t.suite and q.task_id = t.task_id
         order by t.suite, t.task_id, t.agent, t.trial""")
     names = [d[0] for d in cursor.description]
@@ -145,10 +145,6 @@ def _flagged_rows(path: str | None, labels: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["cluster_id"] is None, r["table"], r["row_id"]))
 
 
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    return {name for (name,) in con.execute(f"select column_name from (describe {table})").fetchall()}
-
-
 def _transcript(text: str | None) -> list[dict]:
     if not text:
         return []
@@ -160,34 +156,40 @@ def _transcript(text: str | None) -> list[dict]:
 
 
 def trends(results_root: Path, runs: list[str], bootstrap: Bootstrap, current: tuple[str, dict]) -> list[TrendPoint]:
-    """Each leaderboard metric across the series' runs. A run whose interval lies wholly below the previous run's
-    (for a metric where higher is better) is a regression, wholly above it an improvement: intervals that merely
-    miss the other run's value would flag about one comparison in twelve between two runs of the same agent."""
+    """Each leaderboard metric across the series' runs, each run's `change` against the agent's previous run on
+    the suite (`change`)."""
     boards = {run_id: current[1] if run_id == current[0] else cached_leaderboard(
         Path(results_root) / f"run_id={run_id}", bootstrap) for run_id in runs}
     points: list[TrendPoint] = []
-    previous: dict[tuple[str, str, str], tuple[Estimate, int]] = {}
+    previous: dict[tuple[str, str], LeaderboardRow] = {}
     for run_id in runs:
         for suite, rows in boards[run_id].items():
-            directions = {m.key: m.higher_is_better for m in aggregates.suite_metrics(suite)}
             for row in rows:
-                for metric, estimate in row.values.items():
-                    key = (row.agent, suite, metric)
-                    before, before_k = previous.get(key, (None, row.k))
-                    if metric in aggregates.K_METRICS and before_k != row.k:
-                        before = None  # Pass@4 and Pass@5 are different metrics: nothing to compare
-                    points.append(TrendPoint(run_id, row.agent, suite, metric, estimate,
-                                             _change(before, estimate, directions.get(metric, True))))
-                    previous[key] = (estimate, row.k)
+                before = previous.get((row.agent, suite))
+                points += [TrendPoint(run_id, row.agent, suite, metric, estimate, change(metric, before, row))
+                           for metric, estimate in row.values.items()]
+                previous[(row.agent, suite)] = row
     return points
 
 
-def _change(before: Estimate | None, now: Estimate, higher_is_better: bool) -> str | None:
-    if before is None or None in (before.low, before.high, now.low, now.high):
+def change(metric: str, before: LeaderboardRow | None, now: LeaderboardRow) -> str | None:
+    """`regression` when `now`'s interval of `metric` lies wholly on the worse side of `before`'s (below it, where
+    higher is better), `improvement` wholly on the better side, None when the intervals overlap, one is missing, or
+    the metric depends on k (Pass@k, Pass^k, Gap-k) and the runs' k differ: Pass@4 and Pass@5 are different
+    metrics. Intervals that merely miss the other run's value would flag about one comparison in twelve between
+    two runs of the same agent. The dashboard's trends and the nightly comparison both use this rule."""
+    if before is None or metric not in before.values or metric not in now.values:
         return None
-    if now.high < before.low:
+    if metric in aggregates.K_METRICS and before.k != now.k:
+        return None
+    was, now_estimate = before.values[metric], now.values[metric]
+    if None in (was.low, was.high, now_estimate.low, now_estimate.high):
+        return None
+    higher_is_better = next((m.higher_is_better for m in aggregates.suite_metrics(now.suite) if m.key == metric),
+                            True)
+    if now_estimate.high < was.low:
         return "regression" if higher_is_better else "improvement"
-    if now.low > before.high:
+    if now_estimate.low > was.high:
         return "improvement" if higher_is_better else "regression"
     return None
 

@@ -143,6 +143,10 @@ class Bootstrap:
     level: float  # e.g. 0.95
 
 
+# the dashboard's intervals (render-report's default parameters), also those of the nightly run comparison
+DEFAULT_BOOTSTRAP = Bootstrap(replicates=1000, seed=0, level=0.95)
+
+
 @dataclass
 class ReportData:
     run_id: str

@@ -27,7 +27,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from plotly.offline import get_plotlyjs
 
-from ehrbench.reports import charts
+from ehrbench.reports import aggregates, charts
 from ehrbench.reports.model import (
     BreakdownRow,
     BuildInfo,
@@ -278,9 +278,16 @@ def _write_leaderboard(site: _Site, failure_pages: set[tuple[str, str]]) -> None
               bootstrap=data.bootstrap)
 
 
+def leaderboard_columns(metrics: Sequence[Metric], headline: str | None) -> list[Metric]:
+    """A suite's metric columns in reading order: the headline, cost and latency per trial (so they stay in view
+    beside the sticky agent column however wide the table), then the others in the suite's order."""
+    first = [headline, aggregates.COST.key, aggregates.LATENCY.key]
+    return sorted(metrics, key=lambda m: first.index(m.key) if m.key in first else len(first))
+
+
 def _leaderboard_section(site: _Site, suite: str, failure_pages: set[tuple[str, str]]) -> dict:
-    metrics = site.data.metrics.get(suite, [])
     headline_key = site.data.headline.get(suite)
+    metrics = leaderboard_columns(site.data.metrics.get(suite, []), headline_key)
     rows = site.data.leaderboard.get(suite, [])
     headline = next((m for m in metrics if m.key == headline_key), None)
     chart = charts.leaderboard_chart(suite, rows, headline, site.colors) if rows and headline else None

@@ -13,7 +13,9 @@ The suite is data (`expectations/questions.json`):
 Row-level expectations run on every question with result format COMPLETE and the id column as the unexpected
 index, so each failure names its question ids; a question failing any of them is quarantined with the names of
 the expectations it failed. Coverage expectations run per database on the questions that pass every row-level
-expectation. Row conditions are GX 1.x Condition objects written as dicts
+expectation. The suite may also check `is_unanswerable`, the negation of `is_answerable` added by the validation:
+a column mean is the share of true values, so the unanswerable share needs a column that is true for those.
+Row conditions are GX 1.x Condition objects written as dicts
 (`{"type": "comparison", "column": {"name": "is_answerable"}, "operator": "==", "parameter": true}`).
 
 `QuestionValidation.check(max_quarantine_share)` decides the build: it fails when the quarantined share exceeds
@@ -38,10 +40,12 @@ from pydantic import BaseModel
 
 from ehrbench.errors import ValidationError
 from ehrbench.questions.generate import QUESTION_SCHEMA
+from ehrbench.validation.data_docs import LocalizeReport, localize_data_docs
 from ehrbench.validation.suites import exception_message
 
 DATA_DOCS_SITE = "ehrbench_questions"
 FAILED_COLUMN = "failed_expectations"
+UNANSWERABLE_COLUMN = "is_unanswerable"  # derived: not is_answerable (null stays null)
 
 
 class ExpectationResult(BaseModel):
@@ -66,6 +70,7 @@ class QuestionValidation(BaseModel):
     quarantined_count: int  # records whose id is quarantined (a duplicated id counts once per record)
     quarantine_share: float
     data_docs_index: Path | None = None
+    data_docs_offline: LocalizeReport | None = None  # the Data Docs' CDN files copied in (or why not)
 
     @property
     def failed(self) -> list[ExpectationResult]:
@@ -142,7 +147,8 @@ def validate_questions(records: Sequence[Mapping[str, Any]], suite_path: Path, *
     `databases`: the databases whose coverage is checked (default: those the records contain); a database listed
     here without passing questions fails its coverage. `thresholds`: per database, per coverage expectation name,
     kwargs replacing the suite's (`{"mimic_iv": {"template_coverage": {"min_value": 10}}}`). `data_docs_dir`:
-    build GX Data Docs there (its index.html is returned as `data_docs_index`).
+    build GX Data Docs there (its index.html is returned as `data_docs_index`), made to work offline by
+    ehrbench.validation.data_docs (its report: `data_docs_offline`).
     """
     import pandas as pd
 
@@ -154,6 +160,8 @@ def validate_questions(records: Sequence[Mapping[str, Any]], suite_path: Path, *
     if id_column not in frame.columns or frame[id_column].isna().any():
         missing = [] if id_column not in frame.columns else frame.index[frame[id_column].isna()].tolist()[:10]
         raise ValidationError(f"question records need a non-null {id_column!r}; missing at positions {missing}")
+    if "is_answerable" in frame.columns:
+        frame[UNANSWERABLE_COLUMN] = frame["is_answerable"].map({True: False, False: True})
     group_by = suite["coverage"].get("group_by", "db")
     if databases is None:
         present = set(frame[group_by].dropna()) if group_by in frame.columns else set()
@@ -192,10 +200,12 @@ def validate_questions(records: Sequence[Mapping[str, Any]], suite_path: Path, *
 
     total = len(frame)
     count = int(is_quarantined.sum())
+    index = runner.build_docs()
     return QuestionValidation(
         suite=suite["name"], total=total, outcomes=outcomes, coverage=coverage,
         quarantined={k: quarantined[k] for k in sorted(quarantined)}, quarantined_count=count,
-        quarantine_share=count / total if total else 0.0, data_docs_index=runner.build_docs())
+        quarantine_share=count / total if total else 0.0, data_docs_index=index,
+        data_docs_offline=runner.docs_offline)
 
 
 def write_quarantine(records: Sequence[Mapping[str, Any]], validation: QuestionValidation, path: Path) -> Path:
@@ -286,6 +296,7 @@ class _GxRunner:
                 "store_backend": {"class_name": "TupleFilesystemStoreBackend",
                                   "base_directory": str(self._docs_dir)},
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}})
+        self.docs_offline: LocalizeReport | None = None
         asset = self._context.data_sources.add_pandas("questions").add_dataframe_asset("questions")
         self._batch_definition = asset.add_batch_definition_whole_dataframe("all")
 
@@ -313,6 +324,8 @@ class _GxRunner:
         index = self._docs_dir / "index.html"
         if not index.is_file():
             raise ValidationError(f"Great Expectations wrote no Data Docs index at {index}")
+        # GX's pages load their CSS and JS from CDNs; without the npm copies the pages stay as they are (logged)
+        self.docs_offline = localize_data_docs(self._docs_dir)
         return index
 
 

@@ -1,0 +1,107 @@
+"""How the flows talk to Prefect: calls to its API that may fail for a while without the pipeline's work being
+wrong, and the progress lines a person follows a run by.
+
+A busy server answers 502/503/504 ("database is locked" on SQLite) or drops connections. Prefect's client already
+retries each request (PREFECT_CLIENT_MAX_RETRIES, raised by the Makefile, the CLI and prefect.yaml); on top of that,
+the stages retry what they can safely repeat — artifact writes and the dashboard stage, which renders into a temporary
+folder and swaps it in — with backoff. An artifact is a view of the work: one that still cannot be written is a
+warning, never a failed build or evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+import httpx
+from prefect import get_run_logger
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.settings import get_current_settings
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from ehrbench.progress import ANNOUNCED, PROGRESS
+
+TRANSIENT_STATUS = frozenset({502, 503, 504})
+ATTEMPTS = 5
+FIRST_DELAY_S, MAX_DELAY_S = 2.0, 60.0
+
+T = TypeVar("T")
+
+
+def is_transient_api_error(exc: BaseException) -> bool:
+    """A server that is busy or restarting, anywhere in the exception's chain: 502/503/504, SQLite's "database is
+    locked", a dropped or refused connection, a timeout."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.HTTPStatusError) and current.response.status_code in TRANSIENT_STATUS:
+            return True
+        if isinstance(current, httpx.TransportError | ConnectionError):
+            return True
+        if "database is locked" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def with_api_retries(call: Callable[..., T], *args, what: str, **kwargs) -> T:
+    """`call(*args, **kwargs)`, repeated with exponential backoff (and jitter) while it fails transiently: ATTEMPTS
+    calls, FIRST_DELAY_S doubling up to MAX_DELAY_S between them."""
+    attempts = ATTEMPTS
+    def log_retry(state: RetryCallState) -> None:
+        _logger().warning("%s: the Prefect API failed (%s); attempt %d of %d in %.0f s", what,
+                          _one_line(state.outcome.exception()), state.attempt_number + 1, attempts,
+                          state.next_action.sleep if state.next_action else 0)
+
+    retrying = Retrying(retry=retry_if_exception(is_transient_api_error), stop=stop_after_attempt(attempts),
+                        wait=wait_exponential_jitter(initial=FIRST_DELAY_S, max=MAX_DELAY_S), reraise=True,
+                        before_sleep=log_retry)
+    return retrying(call, *args, **kwargs)
+
+
+def markdown_artifact(key: str, markdown: str, description: str) -> None:
+    _artifact(create_markdown_artifact, key=key, markdown=markdown, description=description)
+
+
+def table_artifact(key: str, table: list[dict], description: str) -> None:
+    _artifact(create_table_artifact, key=key, table=table, description=description)
+
+
+def link_artifact(key: str, link: str, link_text: str, description: str) -> None:
+    _artifact(create_link_artifact, key=key, link=link, link_text=link_text, description=description)
+
+
+def artifact_url(key: str) -> str:
+    """The UI page of an artifact key's latest version (the key itself when no UI is configured)."""
+    ui = get_current_settings().ui_url
+    return f"{ui}/artifacts/key/{key}" if ui else key
+
+
+def _artifact(create: Callable[..., object], *, key: str, **fields) -> None:
+    try:
+        with_api_retries(create, key=key, what=f"artifact {key}", **fields)
+    except Exception as exc:
+        if not is_transient_api_error(exc):
+            raise
+        _logger().warning("artifact %s was not written: the Prefect API kept failing (%s)", key, _one_line(exc))
+
+
+def announce(message: str, *, level: int = logging.INFO) -> None:
+    """A progress line: into the run's logs (UI, `prefect deployment run --watch`, the worker's log) and to a
+    terminal that follows the run (the CLI's)."""
+    _logger().log(level, message, extra={ANNOUNCED: True})  # the terminal shows the PROGRESS copy
+    PROGRESS.log(level, message)
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter:
+    try:
+        return get_run_logger()
+    except Exception:  # outside a run (a unit test calling the helpers directly)
+        return logging.getLogger(__name__)
+
+
+def _one_line(exc: BaseException | None) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -1,0 +1,147 @@
+"""What a build did, in words a person reads: one line per stage (name, seconds, key counts) while it runs, and a
+closing summary from its manifest (build id, folder, databases, questions and tasks, checks, warnings, the logs and
+what to try next). The same lines serve the terminal, the parent run's logs and its summary artifact."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ehrbench.manifest import Manifest
+from ehrbench.sources.ingest import ReleaseIngest
+from ehrbench.transform import DbtRun
+from ehrbench.validation import SuiteResult
+
+STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "publish")
+NEXT_STEPS = (
+    ("uv run ehrbench evaluate --agent oracle --agent abstain --limit 20", "score the baselines on every suite"),
+    ("make report", "the evaluation's dashboard (reports/site/index.html)"),
+    ("make server", "Prefect UI with runs and artifacts; then make deploy for the nightly"),
+)
+
+
+def stage_line(name: str, seconds: float, detail: str) -> str:
+    """`[3/8] validate     12.4 s  2 suites, 412 expectations, 0 failed`."""
+    position = f"[{STAGES.index(name) + 1}/{len(STAGES)}]" if name in STAGES else "[-]"
+    return f"{position} {name:<10} {seconds:6.1f} s  {detail}"
+
+
+def ingest_detail(releases: Sequence[ReleaseIngest]) -> str:
+    files = [f for release in releases for f in release.files]
+    present = [f for f in files if f.status != "absent"]
+    status = Counter(f.status for f in files)
+    reused = sum(f.action == "unchanged" for f in present)
+    extra = [f"{status[s]} {s}" for s in ("unverified", "absent") if status[s]]
+    return (f"{len(present)} tables of {', '.join(r.dataset for r in releases)}, {sum(f.rows for f in present):,} rows"
+            + (f" ({reused} unchanged, reused)" if reused else "") + (f"; {', '.join(extra)}" if extra else ""))
+
+
+def dbt_detail(runs: Sequence[DbtRun]) -> str:
+    counts = Counter()
+    for run in runs:
+        counts.update(run.outcomes)
+    return f"dbt: {sum(counts.values())} nodes ({_counts(counts)})"
+
+
+def validation_detail(results: Mapping[str, SuiteResult]) -> str:
+    evaluated = sum(r.evaluated for r in results.values())
+    failed = sum(len(r.failed) for r in results.values())
+    skipped = sum(len(r.skipped) for r in results.values())
+    return (f"{len(results)} suites, {evaluated} expectations, {failed} failed"
+            + (f", {skipped} skipped (absent tables)" if skipped else ""))
+
+
+def databases_detail(databases: Mapping[str, dict]) -> str:
+    tables = sum(len(info["row_counts"]) for info in databases.values())
+    rows = sum(sum(info["row_counts"].values()) for info in databases.values())
+    return f"{len(databases)} databases, {tables} tables, {rows:,} rows (DuckDB and SQLite each)"
+
+
+def fhir_detail(fhir: Mapping) -> str:
+    counts = fhir.get("counts", {})
+    grounded = fhir.get("ground_truth", {}).get("ehrsql2024_valid")
+    return (f"{sum(counts.values()):,} resources of {len(counts)} types, {fhir.get('validated', 0):,} validated"
+            + (f"; EHRSQL-2024 valid grounded: {grounded.get('questions', '?')} questions" if grounded else ""))
+
+
+def questions_detail(questions: Mapping) -> str:
+    by_suite = Counter()
+    for key, n in questions.get("by_suite", {}).items():
+        by_suite[key.split("/")[0]] += n
+    suites = ", ".join(f"{n:,} {suite}" for suite, n in sorted(by_suite.items()))
+    return f"{questions.get('kept', 0):,} kept ({suites}), {questions.get('quarantined', 0)} quarantined"
+
+
+def dq_detail(dq: Mapping) -> str:
+    tasks = dq.get("tasks", [])
+    return f"{len(tasks)} audit tasks, {sum(t['clusters'] for t in tasks):,} errors injected"
+
+
+def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) -> list[str]:
+    """The closing summary: what was built, what was checked, what to look at, what to run next."""
+    questions, dq = manifest.questions, manifest.dq
+    by_suite = Counter()
+    for key, n in questions.get("by_suite", {}).items():
+        by_suite[key.split("/")[0]] += n
+    dbt_counts = Counter()
+    for statuses in manifest.dbt.values():  # dbt's own statuses: models succeed, tests pass
+        dbt_counts.update({"ok" if status in ("success", "pass") else status: n for status, n in statuses.items()})
+    checks = sum(v.get("evaluated", 0) for v in manifest.validation.values())
+    failed = sum(len(v.get("failed", [])) for v in manifest.validation.values())
+    seconds = sum(stage.seconds for stage in manifest.stages.values())
+    lines = [
+        f"Build {manifest.build_id} published in {seconds / 60:.1f} min (seed {manifest.seed})",
+        f"  folder     {folder}",
+        f"  databases  {', '.join(manifest.databases)} (db/: DuckDB and SQLite)",
+        "  suites     " + ", ".join(f"{by_suite[s]:,} {s}" for s in ("ehrsql", "fhir", "chatqa") if by_suite[s])
+        + f", {len(dq.get('tasks', []))} dq tasks; {questions.get('quarantined', 0)} questions quarantined",
+        f"  checks     dbt {sum(dbt_counts.values())} nodes ({_counts(dbt_counts)}); GX {checks - failed}/{checks} "
+        f"expectations met; FHIR {manifest.fhir.get('validated', 0):,} resources valid",
+    ]
+    warnings = build_warnings(manifest)
+    lines += [f"  {'warnings' if i == 0 else '':<10} {w}" for i, w in enumerate(warnings)]
+    if logs is not None:
+        lines.append(f"  logs       {logs} (build.log, dbt.log)")
+    lines.append("Next:")
+    width = max(len(command) for command, _ in NEXT_STEPS)
+    lines += [f"  {command:<{width}}  # {why}" for command, why in NEXT_STEPS]
+    return lines
+
+
+def _counts(counter: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {key}" for key, n in sorted(counter.items()))
+
+
+def build_warnings(manifest: Manifest) -> list[str]:
+    """What a careful user should know before trusting the build."""
+    warnings = []
+    unverified = [f"{f.dataset}.{f.table}" for f in manifest.inputs if f.status == "unverified"]
+    if unverified:
+        warnings.append(f"{len(unverified)} input files do not match SHA256SUMS.txt (unverified): "
+                        + ", ".join(unverified))
+    absent = [f"{f.dataset}.{f.table}" for f in manifest.inputs if f.status == "absent"]
+    if absent:
+        warnings.append(f"{len(absent)} optional input files absent (empty tables): {', '.join(absent)}")
+    coverage = manifest.questions.get("validation", {}).get("coverage", {})
+    shortfalls = [name for name, outcome in coverage.items() if not outcome.get("success")]
+    if shortfalls:
+        warnings.append(f"{len(shortfalls)} question coverage targets not met (see the questions-validation artifact)")
+    return warnings
+
+
+def summary_markdown(manifest: Manifest, folder: Path, links: Mapping[str, str]) -> str:
+    """The parent run's artifact: the summary, then a link per stage artifact (`links`: title -> URL)."""
+    lines = summary_lines(manifest, folder)
+    head, _, rest = lines[0], None, lines[1:]
+    body = [line for line in rest if not line.startswith(("Next:", "  uv run", "  make"))]
+    table = ["| | |", "|---|---|"]
+    label = ""
+    for line in body:
+        key, value = line[2:13].strip() or label, line[13:].strip()
+        table.append(f"| {key if key != label else ''} | {value} |")
+        label = key
+    stage_rows = [f"| {name} | {manifest.stages[name].seconds:.1f} s |" for name in STAGES if name in manifest.stages]
+    return "\n".join([f"# {head}", "", *table, "", "## Stages", "| stage | time |", "|---|---|", *stage_rows, "",
+                      "## Artifacts", *[f"- [{title}]({url})" for title, url in links.items()], "",
+                      "## Next", *[f"- `{command}`: {why}" for command, why in NEXT_STEPS], ""])

@@ -1,0 +1,265 @@
+"""`ehrbench` command line: build benchmarks, evaluate agents, render reports, and list what was built.
+
+The commands that run a Prefect flow (build, evaluate, report) check their input first (`checks`), before Prefect is
+imported or a temporary Prefect server is started: a bad option is one line on stderr and exit code 2, a failure
+while the flow runs one line and exit code 1 (`prefect_runs`). Commands over a build's contents: `data_tools`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ehrbench.cli.checks import (
+    EXIT_FAILED,
+    DataDir,
+    build_parameters,
+    check_build,
+    check_model_spec,
+    check_run_id,
+    data_root,
+    err,
+    fail,
+    refuse,
+)
+from ehrbench.cli.data_tools import dq_app, fhir_app, questions_app
+from ehrbench.cli.prefect_runs import check_prefect_api, flow_failures, following_flows, use_prefect
+from ehrbench.publish import latest_build_id, published_builds
+from ehrbench.settings import DataLayout, default_data_dir
+
+Verbose = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Print every log line of the Prefect runs instead of a line per stage.")]
+
+# rich_markup_mode=None: help text is printed as written. Rich markup would turn `llm:gemini:<model>` into an emoji.
+app = typer.Typer(help="Reproducible benchmarks for LLM agents over EHR databases.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, rich_markup_mode=None)
+app.add_typer(fhir_app, name="fhir")
+app.add_typer(questions_app, name="questions")
+app.add_typer(dq_app, name="dq")
+
+
+@app.command()
+def build(
+    mimic_iv_dir: Annotated[Path | None, typer.Option(
+        help="Local MIMIC-IV release (hosp/, icu/). Default: $EHRBENCH_MIMIC_IV_DIR, else download.")] = None,
+    eicu_dir: Annotated[Path | None, typer.Option(
+        help="Local eICU release. Default: $EHRBENCH_EICU_DIR, else download.")] = None,
+    strict_checksums: Annotated[bool, typer.Option(
+        "--strict-checksums", help="Fail on local files that do not match SHA256SUMS.txt.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed for every random choice of the build.")] = 0,
+    mimic_iv_edition: Annotated[str, typer.Option(help="Release to download: demo or full.")] = "demo",
+    eicu_edition: Annotated[str, typer.Option(help="Release to download: demo or full.")] = "demo",
+    current_time: Annotated[str | None, typer.Option(
+        help="'Now' of the time-shifted databases (YYYY-MM-DD HH:MM:SS). Default 2100-12-31 23:59:00.")] = None,
+    start_year: Annotated[int | None, typer.Option(help="First year of the shifted range. Default 2100.")] = None,
+    time_span: Annotated[int | None, typer.Option(help="Years first visits spread over. Default 0.")] = None,
+    eicu_preset: Annotated[str, typer.Option(
+        help="eICU time constants: ehrchatqa (2100, span 0) or ehrsql2022 (2100-2105).")] = "ehrchatqa",
+    ehrsql2024_dir: Annotated[Path | None, typer.Option(
+        help="Published EHRSQL-2024 mimic_iv/ folder: its valid questions get FHIR resource-id ground truth. "
+             "Default: $EHRBENCH_EHRSQL2024_DIR, else none.")] = None,
+    questions_per_template: Annotated[int, typer.Option(help="Questions per template and database.")] = 5,
+    paraphrase_model: Annotated[str | None, typer.Option(
+        help="Chat model that paraphrases the questions: openai:<model>[@<base_url>] or gemini:<model>. Default: "
+             "$EHRBENCH_PARAPHRASE_MODEL, else the templates' own phrasings.")] = None,
+    dq_recipes: Annotated[Path | None, typer.Option(
+        help="Recipe file (YAML) of the data-quality audit tasks. Default: the suite's own recipes.")] = None,
+    verbose: Verbose = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Run the build-benchmark flow (same parameters as the Prefect deployment)."""
+    root = data_root(data_dir)
+    parameters = build_parameters(dict(
+        mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
+        mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
+        start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
+        questions={"per_template": questions_per_template, "paraphrase_model": paraphrase_model},
+        dq={"recipes": dq_recipes.resolve() if dq_recipes else None}))
+    use_prefect(root, verbose=verbose)
+    from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
+
+    with flow_failures(ValueError), following_flows(verbose):
+        check_prefect_api()
+        folder = build_benchmark(
+            mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,
+            eicu_dir=str(eicu_dir) if eicu_dir else None,
+            strict_checksums=strict_checksums, seed=seed, mimic_iv_edition=mimic_iv_edition,
+            eicu_edition=eicu_edition, current_time=current_time, start_year=start_year, time_span=time_span,
+            eicu_preset=eicu_preset, ehrsql2024_dir=str(ehrsql2024_dir) if ehrsql2024_dir else None,
+            questions=parameters.questions, dq=parameters.dq, data_dir=str(root))
+    _result(folder)
+
+
+
+@app.command()
+def builds(data_dir: DataDir = None) -> None:
+    """List published builds with their manifest summary (latest marked with *)."""
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    manifests = published_builds(layout.benchmarks)
+    if not manifests:
+        err.print(f"no published builds in {layout.benchmarks}")
+        return
+    latest = latest_build_id(layout.benchmarks)
+    table = Table("build", "created (UTC)", "seed", "sources", "inputs", "unverified", "raw rows",
+                  "built tables", "checks", "seconds")
+    for m in manifests:
+        checks = sum(v.get("evaluated", 0) for v in m.validation.values())
+        failed = sum(len(v.get("failed", [])) for v in m.validation.values())
+        table.add_row(
+            ("* " if m.build_id == latest else "  ") + m.build_id,
+            m.created_at.strftime("%Y-%m-%d %H:%M:%S"), str(m.seed),
+            ", ".join(f"{d} {s.get('edition', '')} {s.get('version', '')}" for d, s in m.sources.items()),
+            str(len(m.inputs)), str(len(m.unverified_inputs)), f"{sum(m.raw_row_counts.values()):,}",
+            str(len(m.built_row_counts)), f"{checks - failed}/{checks}",
+            f"{sum(s.seconds for s in m.stages.values()):.1f}")
+    Console(width=200 if not sys.stdout.isatty() else None, markup=False, emoji=False).print(table)
+
+
+
+@app.command()
+def evaluate(
+    agent: Annotated[list[str], typer.Option(
+        help="Agent to evaluate (repeatable): oracle, abstain, llm:<model>@<base_url>, llm:openai:<model>, "
+             "llm:gemini:<model>.")] = None,
+    agent_option: Annotated[list[str], typer.Option(
+        help="key=value option of every llm agent (repeatable), e.g. ehrsql_mode=single_turn, fhir_variant=search, "
+             "max_actions=30, user_model=openai:gpt-4o-mini, api_key_env=MY_KEY.")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        help="Model spec of the LLM judge of free-text (FHIR) answers; default: normalised match.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Trials in flight per model endpoint.")] = 4,
+    dask_address: Annotated[str | None, typer.Option(
+        help="Run the trials on this Dask scheduler (tcp://host:port) instead of local threads.")] = None,
+    suite: Annotated[list[str], typer.Option(
+        help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all.")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Trials per task (k).")] = 1,
+    limit: Annotated[int | None, typer.Option(min=1, help="Tasks per suite (a seeded sample).")] = None,
+    run_id: Annotated[str | None, typer.Option(
+        help="Run id; an existing one is resumed. Default: a timestamp.")] = None,
+    build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
+    seed: Annotated[int, typer.Option(help="Seed of the task sample.")] = 0,
+    report: Annotated[bool, typer.Option(help="Render the run's dashboard (reports/site/) at the end.")] = True,
+    verbose: Verbose = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Run the evaluate-agents flow; prints the run's results folder (then see `ehrbench metrics`)."""
+    from ehrbench.agents.config import BASELINES, parse_agents, parse_options
+    from ehrbench.evaluation.tasks import SUITES
+
+    root = data_root(data_dir)
+    try:
+        agent_options = parse_options(agent_option or [])
+    except ValueError as exc:
+        refuse(f"--agent-option: {exc}")
+    try:
+        parse_agents(agent or list(BASELINES), agent_options)
+    except ValueError as exc:
+        refuse(f"--agent: {exc}")
+    if judge_model:
+        check_model_spec(judge_model, "--judge-model")
+    for name in suite or []:
+        if name not in SUITES:
+            refuse(f"--suite: unknown suite {name!r}; expected some of {', '.join(SUITES)}")
+    if run_id is not None:
+        check_run_id(run_id)  # an existing run is resumed
+    check_build(DataLayout(root=root), build)
+    use_prefect(root, verbose=verbose)
+    from flows.evaluate import evaluate_agents
+
+    with flow_failures(FileNotFoundError, ValueError), following_flows(verbose):
+        check_prefect_api()
+        chosen = {"suites": suite, "agents": agent}
+        folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
+                                 agent_options=agent_options, judge_model=judge_model,
+                                 concurrency_per_endpoint=concurrency, dask_address=dask_address, report=report,
+                                 **{name: values for name, values in chosen.items() if values})
+    _result(folder)
+
+
+@app.command()
+def metrics(
+    run_id: Annotated[str, typer.Option(help="The evaluation run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """The metric table of an evaluation run, per agent and suite (DESIGN §5.6)."""
+    import json
+
+    from ehrbench.evaluation.report import metric_table
+    from ehrbench.evaluation.results import ResultStore
+
+    check_run_id(run_id)
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    try:
+        rows = metric_table(ResultStore(layout.results, run_id).folder)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc), EXIT_FAILED)
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    from rich.table import Table
+
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else f"{row[c]:.4g}" if isinstance(row.get(c), float)
+                        else str(row[c]) for c in columns))
+    Console(width=max(120, 14 * len(columns)), markup=False, emoji=False).print(table)
+
+
+@app.command()
+def report(
+    run_id: Annotated[str | None, typer.Option(help="The evaluation run. Default: the newest run.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Site folder (replaced whole). Default: reports/site/ or EHRBENCH_REPORT_DIR.")] = None,
+    trend_prefix: Annotated[str | None, typer.Option(
+        help="Runs whose id is <prefix><UTC time> form the trend. Default: this run id without its time.")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap replicates of the intervals (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    verbose: Verbose = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Render a run's dashboard (leaderboards, breakdowns, curves, trends, transcripts, build) as a static site
+    and publish it as Prefect artifacts; prints where to open it (index.html as a file:// URL, http:// under
+    `make server`)."""
+    from ehrbench.evaluation.results import run_parts
+    from ehrbench.reports.assemble import newest_run
+
+    root = data_root(data_dir)
+    if run_id is not None:
+        check_run_id(run_id)
+    if trend_prefix:
+        check_run_id(trend_prefix, "--trend-prefix")
+    if out is not None and out.exists() and not out.is_dir():
+        refuse(f"--out: {out} is a file; expected a folder (it is replaced whole)")
+    results = DataLayout(root=root).results
+    try:  # a missing run is named before any Prefect start-up
+        run_id = run_id or newest_run(results)
+        run_parts(results / f"run_id={run_id}")
+    except FileNotFoundError as exc:
+        fail(str(exc), EXIT_FAILED)
+    use_prefect(root, verbose=verbose)
+    from flows.report import render_report
+
+    with flow_failures(FileNotFoundError, ValueError), following_flows(verbose):
+        check_prefect_api()
+        index = render_report(run_id=run_id, trend_prefix=trend_prefix, bootstrap_replicates=bootstrap,
+                              bootstrap_seed=seed, report_dir=str(out.resolve()) if out else None, data_dir=str(root))
+    _result(index)
+
+
+
+def _result(path: str) -> None:
+    """The command's result on stdout for scripts (`folder=$(ehrbench build …)`); a person at a terminal has read it
+    in the progress lines, which end with the summary and the next steps."""
+    if not sys.stdout.isatty():
+        typer.echo(path)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,142 @@
+"""Commands over a build's contents that start no flow: the FHIR endpoint, the question templates' check, the
+data-quality tasks (list, reference auditor, scorer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ehrbench.cli.checks import EXIT_FAILED, DataDir, err, fail
+from ehrbench.errors import EhrbenchError
+from ehrbench.settings import DataLayout, default_data_dir
+
+fhir_app = typer.Typer(help="The FHIR R4 view of a build.", no_args_is_help=True, rich_markup_mode=None)
+
+
+@fhir_app.command("serve")
+def fhir_serve(
+    build: Annotated[str, typer.Option(
+        help="'latest', a build id under <data-dir>/benchmarks, or a build folder.")] = "latest",
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    data_dir: DataDir = None,
+) -> None:
+    """Serve a build's FHIR resources as a read-only FHIR R4 REST endpoint (JSON)."""
+    import time
+
+    import uvicorn
+
+    from ehrbench.fhir.server import create_app  # FastAPI is imported only for this command
+
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    folder = layout.build_folder(build)
+    database = folder / "fhir" / "resources.duckdb"
+    if not database.is_file():
+        what = "no build folder" if not folder.is_dir() else "a build without FHIR resources"
+        fail(f"{what} at {folder}: expected {database} (written by builds with the FHIR view; list builds with "
+              "'ehrbench builds')", EXIT_FAILED)
+    started = time.perf_counter()
+    fhir = create_app(database.resolve())
+    index = fhir.state.index
+    err.print(f"indexed {sum(index.types.values()):,} resources of {folder.resolve()} "
+               f"in {time.perf_counter() - started:.1f}s", highlight=False)
+    typer.echo(f"FHIR R4 base URL: http://{host}:{port}/")
+    uvicorn.run(fhir, host=host, port=port, log_level="info")
+
+
+questions_app = typer.Typer(help="Question templates and generated question sets.", no_args_is_help=True,
+                            rich_markup_mode=None)
+
+
+@questions_app.command("check")
+def questions_check(
+    build: Annotated[str, typer.Option(
+        help="'latest', a build id under <data-dir>/benchmarks, or a build folder.")] = "latest",
+    database: Annotated[list[str] | None, typer.Option(help="mimic_iv and/or eicu (default both).")] = None,
+    template: Annotated[list[str] | None, typer.Option(help="Only templates whose id starts with this.")] = None,
+    per_template: Annotated[int, typer.Option(help="Questions to generate per template and database.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the draws.")] = 0,
+    templates_dir: Annotated[Path | None, typer.Option(help="Template folder (default: the package's).")] = None,
+    show: Annotated[int, typer.Option(help="Example questions to print per template.")] = 1,
+    data_dir: DataDir = None,
+) -> None:
+    """Generate questions from templates on a build's databases and report, per template, how many executed,
+    came back empty, failed, or disagree between DuckDB and the exported SQLite. Exits 1 on any failure."""
+    from ehrbench.questions.check import check_templates
+
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    folder = layout.build_folder(build)
+    try:
+        ok = check_templates(folder, databases=database or None, prefixes=template or None,
+                             per_template=per_template, seed=seed, templates_dir=templates_dir, show=show)
+    except EhrbenchError as exc:
+        fail(str(exc), EXIT_FAILED)
+    raise typer.Exit(0 if ok else 1)
+
+
+
+dq_app = typer.Typer(help="Data-quality auditing tasks.", no_args_is_help=True, rich_markup_mode=None)
+
+
+@dq_app.command("score")
+def dq_score(
+    task_dir: Annotated[Path, typer.Argument(help="A task folder: dq/<task_id>/ of a build (with gold/).")],
+    flagged_rows: Annotated[Path, typer.Argument(help="The auditor's flagged_rows.csv (table,_row_id).")],
+) -> None:
+    """Score flagged rows against a task's hidden labels; prints one JSON object. A bad submission scores as
+    empty (exit 0, reason in `submission_problem`); a task folder without labels is an error (exit 1)."""
+    import json
+
+    from ehrbench.dq.score import score_task
+
+    try:
+        result = score_task(task_dir, flagged_rows)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc), EXIT_FAILED)
+    typer.echo(json.dumps(result.to_dict()))
+
+
+@dq_app.command("audit")
+def dq_audit(
+    task_dir: Annotated[Path, typer.Argument(help="A task folder (its data/ is audited) or a data folder.")],
+    out: Annotated[Path, typer.Option(help="Where to write the flagged rows (table,_row_id).")] = Path(
+        "flagged_rows.csv"),
+) -> None:
+    """Run the rule-based reference auditor (plausible bands, units, near-duplicates, lab/chart disagreement,
+    temporal order, references) and write its flagged_rows.csv: a baseline submission for `dq score`."""
+    from collections import Counter
+
+    from ehrbench.dq.auditor import audit, flagged_rows, write_flagged_rows
+
+    data = task_dir / "data" if (task_dir / "data").is_dir() else task_dir
+    if not any(data.glob("*.csv*")):
+        fail(f"{data}: no tables (*.csv.gz); expected a task folder with data/", EXIT_FAILED)
+    findings = audit(data)
+    write_flagged_rows(findings, out)
+    by_check = ", ".join(f"{check} {n}" for check, n in sorted(Counter(f.check for f in findings).items()))
+    typer.echo(f"{len(flagged_rows(findings))} rows flagged ({by_check or 'nothing found'}) -> {out}")
+
+
+@dq_app.command("tasks")
+def dq_tasks(
+    build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
+    data_dir: DataDir = None,
+) -> None:
+    """List the data-quality tasks of a build: task id, errors injected, families, folder (one line each)."""
+    import json
+
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    folder = layout.build_folder(build)
+    tasks = sorted(p.parent for p in (folder / "dq").glob("*/instruction.md"))
+    if not tasks:
+        err.print(f"no data-quality tasks in {folder.resolve()} (dq/<task_id>/instruction.md)")
+        return
+    for task in tasks:
+        meta = task / "gold" / "task.json"
+        about = json.loads(meta.read_text()) if meta.is_file() else {}
+        typer.echo(f"{task.name}\t{about.get('clusters', '?')}\t{','.join(about.get('families', []))}\t"
+                   f"{task.resolve()}")
+
+

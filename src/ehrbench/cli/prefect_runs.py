@@ -1,0 +1,82 @@
+"""Running a flow from the command line: Prefect's environment (set before it is imported), a configured API
+that must answer, and a flow's failure as one line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ehrbench.cli.checks import EXIT_FAILED, fail, first_line
+from ehrbench.errors import EhrbenchError
+
+# Prefect gives its temporary server 20 s to come up; a nightly build beside a test run needed more.
+EPHEMERAL_STARTUP_TIMEOUT_S = 120
+_EPHEMERAL_TIMEOUT_MESSAGE = "Timed out while attempting to connect to ephemeral Prefect API server"
+
+
+def use_prefect(root: Path, *, verbose: bool = False) -> None:
+    """Prefect's environment; called once the input is checked, before Prefect is imported (it reads its settings
+    then). Unless `verbose`, Prefect's console output — every log line of every run — is off: the terminal shows the
+    flows' progress instead (`following_flows`); the lines stay in the run's logs and the build's build.log."""
+    # Without a configured Prefect API, flows run against a temporary local server whose database
+    # belongs under the data directory, not the user's home.
+    os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(EPHEMERAL_STARTUP_TIMEOUT_S))
+    # A busy API: Prefect's client retries 429/502/503 (+504) 8 times with backoff (~8 min) instead of 5 (~1 min).
+    os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "8")
+    os.environ.setdefault("PREFECT_CLIENT_RETRY_EXTRA_CODES", "504")
+    if not verbose:
+        os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
+
+
+@contextmanager
+def following_flows(verbose: bool) -> Iterator[None]:
+    """The flows' progress on stderr: a line per stage, their warnings, a bar of trials (Prefect's own lines when
+    `verbose`)."""
+    if verbose:
+        yield
+        return
+    from rich.console import Console
+
+    from ehrbench.progress import terminal_progress
+
+    with terminal_progress(Console(stderr=True)):
+        yield
+
+
+@contextmanager
+def flow_failures(*reported: type[Exception]) -> Iterator[None]:
+    """A flow's failure as one line and exit 1: our own errors, `reported`, and a temporary Prefect server that did
+    not come up (Prefect raises a bare RuntimeError with the server's output attached)."""
+    try:
+        yield
+    except (EhrbenchError, *reported) as exc:
+        fail(first_line(exc), EXIT_FAILED)
+    except RuntimeError as exc:
+        if _EPHEMERAL_TIMEOUT_MESSAGE not in str(exc):
+            raise
+        from prefect.settings import get_current_settings
+
+        seconds = get_current_settings().server.ephemeral.startup_timeout_seconds
+        fail(f"the temporary Prefect server did not start within {seconds} s (machine busy?); start a server with "
+              "'make server', or retry", EXIT_FAILED)
+
+
+def check_prefect_api() -> None:
+    """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast."""
+    import httpx
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        return  # ephemeral mode: Prefect starts a temporary server
+    try:
+        httpx.get(f"{url.rstrip('/')}/health", timeout=5).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise EhrbenchError(f"the Prefect API at {url} does not answer ({type(exc).__name__}); start it with "
+                            "'make server', or run 'make stop' to go back to a temporary server") from None
+
+
