@@ -104,7 +104,6 @@ postgres: ## install Debian's PostgreSQL for the Prefect server of `make server`
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  $$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
-	@ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -n 1 || command -v pg_ctl
 
 test: install gx-assets browser postgres ## the whole test suite (unit + integration)
 	$(UV) run pytest -n 2 --dist loadfile

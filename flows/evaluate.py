@@ -111,8 +111,9 @@ def evaluate_agents(
     completed = store.completed()
     pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
-    announce(f"run {store.run_id} on build {build_id}: {len(agent_objects)} agents × {len(tasks)} tasks "
-             f"× {trials} trials: {len(pending):,} to run ({len(completed):,} done before)")
+    announce(f"run {store.run_id} on build {build_id}: {_count(len(agent_objects), 'agent')} × "
+             f"{_count(len(tasks), 'task')} × {_count(trials, 'trial')}: {len(pending):,} to run "
+             f"({len(completed):,} done before)")
     run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
     tally = _Tally(len(pending))
     for batch in _batches(pending, batch_size):  # one agent per batch: one endpoint, one limit
@@ -157,6 +158,10 @@ def _summary_markdown(store: ResultStore, build_id: str, agents: list[Agent], ta
         f"- dashboard: not rendered; `make report RUN_ID={store.run_id}`",
         "", "## Artifacts", *[f"- [{key}]({artifact_url(key)})" for key in keys],
         "", "## Next", f"- `uv run ehrbench metrics --run-id {store.run_id}`", ""])
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _scheduled_time() -> datetime:

@@ -15,9 +15,9 @@ from ehrbench.validation import SuiteResult
 
 STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "publish")
 NEXT_STEPS = (
-    ("uv run ehrbench evaluate --agent oracle --agent abstain --limit 20", "score the baselines on every suite"),
-    ("make report", "the evaluation's dashboard (reports/site/index.html)"),
-    ("make server", "Prefect UI with runs and artifacts; then make deploy for the nightly"),
+    ("uv run ehrbench evaluate --agent oracle --limit 20", "score a baseline on every suite"),
+    ("make report", "that run's dashboard (reports/site/)"),
+    ("make server", "the Prefect UI; then make deploy for the nightly"),
 )
 
 
@@ -85,8 +85,9 @@ def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) ->
     for key, n in questions.get("by_suite", {}).items():
         by_suite[key.split("/")[0]] += n
     dbt_counts = Counter()
-    for statuses in manifest.dbt.values():  # dbt's own statuses: models succeed, tests pass
-        dbt_counts.update({"ok" if status in ("success", "pass") else status: n for status, n in statuses.items()})
+    for statuses in manifest.dbt.values():
+        for status, n in statuses.items():  # dbt's own statuses: models succeed, tests pass
+            dbt_counts["ok" if status in ("success", "pass") else status] += n
     checks = sum(v.get("evaluated", 0) for v in manifest.validation.values())
     failed = sum(len(v.get("failed", [])) for v in manifest.validation.values())
     seconds = sum(stage.seconds for stage in manifest.stages.values())

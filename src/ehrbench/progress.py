@@ -84,6 +84,9 @@ class TerminalProgress(logging.Handler):
             self._bar.start()
             self._bar_task = self._bar.add_task("trials", total=count.total, failed=0)
         self._bar.update(self._bar_task, completed=count.done, total=count.total, failed=count.failed)
+        if count.done >= count.total:  # done: the bar stays as it ends, the next lines print below it
+            self._bar.stop()
+            self._bar = None
 
     def close(self) -> None:
         if self._bar is not None:

@@ -58,7 +58,8 @@ class DbtRun:
 
     def warnings(self) -> list[str]:
         """One line per node that warned (dbt's own warning spans three log lines)."""
-        return [f"dbt {node.resource_type} {node.unique_id.split('.')[-1]} warned: {node.message}"
+        # unique ids read <resource type>.<package>.<name>[.<hash>]
+        return [f"dbt {node.resource_type} {node.unique_id.split('.')[2]} warned: {node.message}"
                 for node in self.nodes if node.status == "warn"]
 
 
@@ -105,7 +106,7 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
     log_dir = (log_dir or work_dir / "logs").resolve()
     args = [*command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
             "--target-path", str(work_dir / "target"), "--log-path", str(log_dir),
-            "--log-level", "none", "--log-level-file", "info", "--no-use-colors-file"]
+            "--log-level", "none", "--log-level-file", "info", "--no-use-colors", "--no-use-colors-file"]
     if vars:
         import json
 

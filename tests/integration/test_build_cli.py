@@ -7,6 +7,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -84,7 +85,7 @@ def first_build(cli_env, tmp_path_factory):
     out, err = first.communicate(timeout=900)
     assert first.returncode == 0, err[-3000:]
     return {"data_dir": data_dir, "folder": Path(out.strip().splitlines()[-1]), "second": second,
-            "second_seconds": second_seconds}
+            "second_seconds": second_seconds, "stdout": out, "stderr": err}
 
 
 def test_concurrent_build_fails_fast_with_build_in_progress(first_build):
@@ -92,6 +93,26 @@ def test_concurrent_build_fails_fast_with_build_in_progress(first_build):
     assert second.returncode != 0
     assert "build in progress" in error_line(second.stderr)
     assert first_build["second_seconds"] < 60  # fails fast: no stage ran
+
+
+def test_the_build_tells_a_person_what_it_does_in_a_screenful(first_build):
+    """A line per stage, the warnings, the summary and the next commands on stderr; no dbt or Prefect chatter
+    there; the published folder alone on stdout (not a terminal); dbt's and the run's full logs on disk."""
+    lines, folder = first_build["stderr"].strip().splitlines(), first_build["folder"]
+    assert len(lines) <= 40, "\n".join(lines)
+    stage_lines = [line for line in lines if re.match(r"\[\d/8\] ", line)]
+    assert [line.split()[1] for line in stage_lines] == ["ingest", "transform", "validate", "databases", "fhir",
+                                                         "questions", "dq", "publish"]
+    assert re.search(r"\[6/8\] questions +[\d.]+ s  [\d,]+ kept \(", stage_lines[5])
+    summary = lines.index(next(line for line in lines if line.startswith(f"Build {folder.name} published")))
+    assert f"  folder     {folder}" in lines[summary:]
+    assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3]
+    assert not any("Beginning flow run" in line or "START sql" in line or "\x1b[" in line for line in lines)
+    assert first_build["stdout"].strip() == str(folder)
+    logs = first_build["data_dir"] / "logs" / folder.name
+    dbt_log = (logs / "dbt.log").read_text()
+    assert "START sql" in dbt_log and "\x1b[" not in dbt_log  # every node, without colour codes
+    assert "[8/8] publish" in (logs / "build.log").read_text()
 
 
 def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):

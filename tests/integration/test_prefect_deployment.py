@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -39,7 +40,7 @@ PREFECT = str(Path(sys.executable).with_name("prefect"))
 STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "inject-errors", "publish")
 ARTIFACT_KEYS = {"ingest-files", "ingest-summary", "transform-dbt", "validation-results",
                  "validation-summary", "databases", "fhir", "questions", "questions-validation",
-                 "questions-data-docs", "dq-tasks", "build-published"}
+                 "questions-data-docs", "dq-tasks", "build-published", "build-summary"}
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
@@ -276,6 +277,23 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
     assert "mimic_iv.chartevents" in unverified
     assert not (REPO / "data" / "benchmarks" / manifest["build_id"]).exists()
 
+    # task runs say what they make (no `make_task-972`), and the Data Docs link points into the published folder
+    with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:
+        task_runs = api.post("/task_runs/filter", json={"flow_runs": {"id": {"any_": [
+            run["id"], *(r["id"] for r in subflows)]}}}).raise_for_status().json()
+        unnamed = [t["name"] for t in task_runs if re.fullmatch(r"[a-z_-]+-[0-9a-f]{3}", t["name"])]
+        assert task_runs and not unnamed, unnamed
+        assert {"load/mimic_iv-demo", "generate-questions/eicu", "make-audit-task/combined"} <= {
+            t["name"] for t in task_runs}
+        (docs,) = api.post("/artifacts/filter", json={"artifacts": {"key": {"any_": ["questions-data-docs"]}}},
+                           ).raise_for_status().json()
+        assert f"/benchmarks/{manifest['build_id']}/reports/gx/index.html" in docs["data"]
+        assert ".tmp" not in docs["data"]
+        (summary,) = api.post("/artifacts/filter", json={"artifacts": {"key": {"any_": ["build-summary"]}}},
+                              ).raise_for_status().json()
+        assert summary["flow_run_id"] == run["id"] and manifest["build_id"] in summary["data"]
+        assert "/artifacts/key/questions-validation" in summary["data"]
+
     # the nightly evaluation: scheduled, runs on the build just published at its own size (200 tasks per suite) with
     # two trials — more than 2,000 trial task runs — while both CPUs are busy, and compares with its previous run
     with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:
@@ -295,13 +313,14 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         # the server records task runs from their events, behind the run: wait until it holds every one
         deadline, trial_runs = time.monotonic() + 300, 0
         while trial_runs < trials and time.monotonic() < deadline:
-            trial_runs = api.post("/task_runs/count", json={
-                "flow_runs": {"id": {"any_": [first["id"]]}}}).raise_for_status().json()
+            trial_runs = api.post("/task_runs/count", json={  # not the task run standing for the dashboard subflow
+                "flow_runs": {"id": {"any_": [first["id"]]}},
+                "task_runs": {"subflow_runs": {"exists_": False}}}).raise_for_status().json()
             time.sleep(2)
         print(f"nightly on PostgreSQL, CPUs busy: {trials} trials in {seconds:.0f} s, {trial_runs} task runs recorded")
         assert trial_runs == trials
         assert "evaluation-metrics" in first_keys and "evaluation-comparison" not in first_keys
-        assert {"evaluation-report", "evaluation-report-summary"} <= first_keys  # the dashboard, last stage
+        assert {"evaluation-report", "evaluation-report-summary", "evaluation-summary"} <= first_keys
         assert first_run_id in (tmp / "site" / "index.html").read_text()
 
         time.sleep(1.1)  # run ids carry the UTC second

@@ -14,6 +14,7 @@ from ehrbench.manifest import InputFile
 from ehrbench.progress import ANNOUNCED, PROGRESS, TrialCount, log_to_file, report_trials, terminal_progress
 from ehrbench.sources.checksums import Verification
 from ehrbench.sources.ingest import IngestedFile, ReleaseIngest
+from ehrbench.transform import DbtRun, NodeResult
 
 from .test_publish import _manifest
 
@@ -95,7 +96,8 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
                                      expected_sha256="c" * 64, rows=668_862, action="loaded"))
     manifest.validation = {"staging_mimic_iv": {"evaluated": 40, "failed": []},
                            "staging_eicu": {"evaluated": 30, "failed": [{"x": 1}]}}
-    manifest.dbt = {"build --select staging": {"pass": 190, "warn": 2}}
+    manifest.dbt = {"build --select staging": {"pass": 165, "success": 25, "warn": 2},
+                    "build --select fhir": {"pass": 82, "success": 15}}
     manifest.questions = {"by_suite": {"ehrsql/mimic_iv": 922, "ehrsql/eicu": 795, "fhir/mimic_iv": 528,
                                        "chatqa/mimic_iv": 254}, "quarantined": 3}
     manifest.dq = {"tasks": [{"clusters": 5}] * 12}
@@ -105,7 +107,7 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
     assert lines[0].startswith(f"Build {manifest.build_id} published")
     assert f"folder     {folder}" in text
     assert "1,717 ehrsql, 528 fhir, 254 chatqa, 12 dq tasks; 3 questions quarantined" in text
-    assert "dbt 192 nodes (190 ok, 2 warn); GX 69/70 expectations met" in text
+    assert "dbt 289 nodes (287 ok, 2 warn); GX 69/70 expectations met" in text
     assert "1 input files do not match SHA256SUMS.txt (unverified): mimic_iv.chartevents" in text
     assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3] and "make report" in lines[-2]
     assert len(lines) <= 15
@@ -114,3 +116,13 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
     assert markdown.startswith(f"# Build {manifest.build_id} published")
     assert "- [questions: questions](http://ui/artifacts/key/questions)" in markdown
     assert "| folder | " in markdown and "`make report`" in markdown
+
+
+def test_a_dbt_run_in_one_line_and_a_line_per_warning():
+    run = DbtRun(("build", "--select", "staging"), (
+        NodeResult("model.ehrbench.stg_a", "model", "success", 1.0, None),
+        NodeResult("test.ehrbench.not_null_a_id.1e1de12f7e", "test", "pass", 0.5, None),
+        NodeResult("test.ehrbench.not_empty_b.fed9190299", "test", "warn", 0.25, "Got 1 result, configured to warn")))
+    # models succeed and tests pass: both "ok"; 1.0 + 0.5 + 0.25 s
+    assert run.describe() == "dbt build --select staging: 3 nodes (2 ok, 1 warn) in 1.8 s"
+    assert run.warnings() == ["dbt test not_empty_b warned: Got 1 result, configured to warn"]

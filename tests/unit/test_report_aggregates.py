@@ -326,3 +326,25 @@ def test_the_headline_table_for_prefect_has_every_agent_and_the_regressions(tmp_
     assert "| b | -1000.0 [-1000.0, -1000.0] | 10 | 0 | 0 |" in text
     assert text.index("| a |") < text.index("| b |") and "(file:///site/index.html)" in text
     assert "regression(s) since the previous run:** b ehrsql" in text
+
+
+def test_cost_and_latency_change_only_by_a_margin_a_person_acts_on():
+    """Timings of a busy machine separate by milliseconds with tight intervals: not a change. Quality metrics keep
+    the plain interval rule."""
+    from ehrbench.reports.assemble import change
+    from ehrbench.reports.model import Estimate, LeaderboardRow
+
+    def row(latency: Estimate, success: Estimate) -> LeaderboardRow:
+        return LeaderboardRow("abstain", "chatqa", tasks=200, trials=400, k=2, errors=0, invalid=0, failing_tasks=0,
+                              values={"latency_per_trial": latency, "success_rate": success})
+
+    before = row(Estimate(0.00002, 0.00001, 0.00003), Estimate(0.50, 0.45, 0.55))
+    noise = row(Estimate(0.00008, 0.00007, 0.00009), Estimate(0.51, 0.46, 0.56))  # separate intervals, 60 µs
+    assert change("latency_per_trial", before, noise) is None
+    assert change("success_rate", before, noise) is None  # overlapping intervals
+    slow = row(Estimate(12.0, 11.0, 13.0), Estimate(0.30, 0.25, 0.35))
+    slower = row(Estimate(16.0, 15.0, 17.0), Estimate(0.30, 0.25, 0.35))  # +4 s = +33 %: above both floors
+    assert change("latency_per_trial", slow, slower) == "regression"
+    assert change("success_rate", before, slow) == "regression"  # 0.55 → 0.35 wholly below 0.45
+    barely = row(Estimate(13.9, 13.8, 14.0), Estimate(0.30, 0.25, 0.35))  # separated, but +1.9 s = +16 % < 20 %
+    assert change("latency_per_trial", slow, barely) is None

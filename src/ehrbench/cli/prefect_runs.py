@@ -25,6 +25,9 @@ def use_prefect(root: Path, *, verbose: bool = False) -> None:
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(EPHEMERAL_STARTUP_TIMEOUT_S))
+    # No telemetry unless the user asks for it (the temporary server would otherwise announce and send it).
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # A busy API: Prefect's client retries 429/502/503 (+504) 8 times with backoff (~8 min) instead of 5 (~1 min).
     os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "8")
     os.environ.setdefault("PREFECT_CLIENT_RETRY_EXTRA_CODES", "504")

@@ -177,7 +177,8 @@ def change(metric: str, before: LeaderboardRow | None, now: LeaderboardRow) -> s
     higher is better), `improvement` wholly on the better side, None when the intervals overlap, one is missing, or
     the metric depends on k (Pass@k, Pass^k, Gap-k) and the runs' k differ: Pass@4 and Pass@5 are different
     metrics. Intervals that merely miss the other run's value would flag about one comparison in twelve between
-    two runs of the same agent. The dashboard's trends and the nightly comparison both use this rule."""
+    two runs of the same agent. Cost, latency and tokens per trial must also move by PRACTICAL_CHANGE. The
+    dashboard's trends and the nightly comparison both use this rule."""
     if before is None or metric not in before.values or metric not in now.values:
         return None
     if metric in aggregates.K_METRICS and before.k != now.k:
@@ -185,13 +186,27 @@ def change(metric: str, before: LeaderboardRow | None, now: LeaderboardRow) -> s
     was, now_estimate = before.values[metric], now.values[metric]
     if None in (was.low, was.high, now_estimate.low, now_estimate.high):
         return None
-    higher_is_better = next((m.higher_is_better for m in aggregates.suite_metrics(now.suite) if m.key == metric),
-                            True)
+    described = next((m for m in aggregates.suite_metrics(now.suite) if m.key == metric), None)
+    higher_is_better = described.higher_is_better if described else True
+    if described and not _matters(described.scale, was.value, now_estimate.value):
+        return None
     if now_estimate.high < was.low:
         return "regression" if higher_is_better else "improvement"
     if now_estimate.low > was.high:
         return "improvement" if higher_is_better else "regression"
     return None
+
+
+# What a run costs changes with the machine: on a busy one, trials of the same agent separate by milliseconds with
+# tight intervals. Cost, time and tokens per trial change only by at least this much: (absolute, relative) floors.
+PRACTICAL_CHANGE = {"seconds": (0.5, 0.2), "usd": (0.0001, 0.2), "count": (10.0, 0.2)}
+
+
+def _matters(scale: str, was: float | None, now: float | None) -> bool:
+    if scale not in PRACTICAL_CHANGE or was is None or now is None:
+        return True
+    absolute, relative = PRACTICAL_CHANGE[scale]
+    return abs(now - was) >= max(absolute, relative * abs(was))
 
 
 @cache

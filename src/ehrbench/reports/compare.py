@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ehrbench.evaluation.report import read_trials
 from ehrbench.reports import aggregates
-from ehrbench.reports.assemble import cached_leaderboard, change
+from ehrbench.reports.assemble import PRACTICAL_CHANGE, cached_leaderboard, change
 from ehrbench.reports.model import DEFAULT_BOOTSTRAP, Bootstrap, Estimate, LeaderboardRow, Metric
 from ehrbench.reports.summary import formatted
 
@@ -69,6 +69,12 @@ def compare_runs(current: Path, previous: Path, bootstrap: Bootstrap = DEFAULT_B
     return Comparison(previous.name.removeprefix("run_id="), bootstrap, changes, flipped)
 
 
+def _floors() -> str:
+    units = {"seconds": "{:g} s", "usd": "${:g}", "count": "{:g} tokens"}
+    return ", ".join(f"{relative:.0%} and {units[scale].format(absolute)}"
+                     for scale, (absolute, relative) in PRACTICAL_CHANGE.items())
+
+
 def _rows(board: dict[str, list[LeaderboardRow]]) -> list[LeaderboardRow]:
     return [row for rows in board.values() for row in rows]
 
@@ -87,7 +93,8 @@ def comparison_markdown(comparison: Comparison, run_id: str, shown: int = 50) ->
     lines = [f"# Run {run_id} compared with {comparison.previous_run}", "",
              f"A metric is listed when its {b.level:.0%} interval (bootstrap over tasks, {b.replicates:,} replicates, "
              f"seed {b.seed}) lies wholly above or below the previous run's, as the dashboard flags it; Pass@k, "
-             "Pass^k and Gap-k only at equal k.", ""]
+             "Pass^k and Gap-k only at equal k; cost, latency and tokens per trial only when they also move by "
+             f"{_floors()}.", ""]
     if comparison.metric_changes:
         lines += ["| agent | suite | metric | previous | current | change |", "|---|---|---|---|---|---|"]
         for c in comparison.metric_changes[:shown]:
