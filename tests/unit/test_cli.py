@@ -148,7 +148,7 @@ GEMINI_WITH_URL = ("model spec 'gemini:m@http://h': a Gemini model takes no base
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--agent", "llm:gemini:m@http://h"],  # `:gemini:` stays text (Rich would print an emoji)
-     f"--agent: agent 'llm:gemini:m@http://h': agent: Value error, {GEMINI_WITH_URL}"),
+     f"--agent: agent 'llm:gemini:m@http://h': {GEMINI_WITH_URL}"),
     (["--agent", "orcale"], "--agent: unknown agent 'orcale'; expected oracle, abstain, llm:<model>@<base_url>, "
                             "llm:openai:<model>[@<base_url>] or llm:gemini:<model>"),
     (["--agent", "oracle", "--agent", "oracle"],

@@ -104,7 +104,9 @@ def parse_agent(spec: str | dict, options: dict | None = None) -> AgentConfig:
             model = f"openai:{model}"
         return AgentConfig(name=text, kind="llm", model=model, options=LlmOptions(**(options or {})))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'agent'}: {e['msg']}" for e in exc.errors())
+        # a model-level check has no field; pydantic prefixes our own ValueError's text with "Value error, "
+        problems = "; ".join(("{}: ".format(".".join(str(p) for p in e["loc"])) if e["loc"] else "")
+                             + e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise ValueError(f"agent {spec!r}: {problems}") from None
 
 
