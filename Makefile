@@ -129,6 +129,7 @@ server: install postgres ## start PostgreSQL, a Prefect server on it (UI on PREF
 	  database=$$($(PG) start $(PG_DIR)) || exit 1; \
 	  PREFECT_SERVER_DATABASE_CONNECTION_URL="$$database" PREFECT_SERVER_API_HOST=$(PREFECT_HOST) \
 	  PREFECT_SERVER_API_PORT=$(PREFECT_PORT) PREFECT_UI_API_URL=$(API_URL) PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED=true \
+	  PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED=true \
 	  setsid nohup $(UV) run prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) \
 	    > $(RUN_DIR)/server.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/server.pid; \
 	  echo "starting Prefect server (pid $$(cat $(RUN_DIR)/server.pid)) on PostgreSQL; log: $(RUN_DIR)/server.log"; \

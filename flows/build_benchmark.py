@@ -37,6 +37,7 @@ from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
 from ehrbench.progress import log_to_file
 from ehrbench.publish import discard, new_build_id, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, DqSettings, Edition, QuestionSettings, default_data_dir
+from ehrbench.stack.static_files import data_docs_link
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
 from flows.fhir_view import build_fhir
@@ -144,7 +145,8 @@ def build_benchmark(
             discard(layout.benchmarks, build_id)
             raise
         announce("\n".join(summary_lines(manifest, Path(folder), logs)))
-        markdown_artifact(key="build-summary", markdown=summary_markdown(manifest, Path(folder), stage_artifacts()),
+        links = {**stage_artifacts(), "questions: Data Docs": data_docs_link(layout.benchmarks, build_id)}
+        markdown_artifact(key="build-summary", markdown=summary_markdown(manifest, Path(folder), links),
                           description=f"Build {build_id}: what was built and checked, and where to look next")
     return folder
 

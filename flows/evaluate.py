@@ -133,6 +133,8 @@ def evaluate_agents(
         markdown_artifact(key="evaluation-comparison", markdown=comparison_markdown(comparison, store.run_id),
                           description="Metric changes and flipped tasks since the previous run")
     dashboard = _render_dashboard(store.run_id, run_prefix, report_dir, layout) if report else None
+    if dashboard:  # the subflow announced it; the run's own logs (`ehrbench follow`, --watch) say it too
+        logger.info("dashboard: %s", dashboard)
     markdown_artifact(key="evaluation-summary", description=f"Run {store.run_id}: what ran and where to look",
                       markdown=_summary_markdown(store, build_id, agent_objects, tasks, trials, tally, dashboard,
                                                  compared=previous is not None))

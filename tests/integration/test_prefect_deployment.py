@@ -168,7 +168,8 @@ def prefect_stack(tmp_path: Path, postgres_url: str) -> Iterator[dict]:
         # what `make server` sets: the database, and the UI's API address on the chosen port
         server_env = {**_base_env(home), "PREFECT_SERVER_DATABASE_CONNECTION_URL": postgres_url,
                       "PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port),
-                      "PREFECT_UI_API_URL": api_url, "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "true"}
+                      "PREFECT_UI_API_URL": api_url, "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "true",
+                      "PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED": "true"}
         server = Background("server", ["server", "start", "--host", "127.0.0.1", "--port", str(port)],
                             server_env, tmp_path, logs)
         processes.append(server)
@@ -331,6 +332,18 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         assert "evaluation-comparison" in second_keys
     runs = sorted((data_dir / "results").glob("run_id=nightly-*"))
     assert len(runs) == 2 and all(list(run.glob("part-*.parquet")) for run in runs)
+
+    # `ehrbench follow` shows a run's own lines, not its thousands of task runs
+    followed = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "follow", "--deployment",
+                               "evaluate-agents/nightly", "--data-dir", str(data_dir)], env=client_env,
+                              capture_output=True, text=True, timeout=120)
+    assert followed.returncode == 0, followed.stderr
+    lines = followed.stderr.splitlines()
+    second_run_id = runs[-1].name.removeprefix("run_id=")
+    assert any(line.startswith(f"run {second_run_id} on build ") for line in lines)
+    assert any(line.startswith("trials done: ") for line in lines) and lines[-1].endswith(": Completed")
+    assert any(line.startswith("dashboard: file://") for line in lines)  # no file server in this test
+    assert len(lines) < 40 and not any("/ehrsql/" in line for line in lines), lines  # no trial's lines
     trends = (tmp / "site" / "trends.html").read_text()  # the second run's dashboard shows both nightly runs
     assert all(run.name.removeprefix("run_id=") in trends for run in runs)
 

@@ -181,6 +181,33 @@ def evaluate(
 
 
 @app.command()
+def follow(
+    run: Annotated[str | None, typer.Argument(
+        help="A flow run: its id or name (as `prefect deployment run` prints them).")] = None,
+    deployment: Annotated[str | None, typer.Option(
+        help="Else the newest run of this deployment, e.g. evaluate-agents/nightly.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Follow a run on the Prefect server of `make server`: its own progress lines (a line per stage, trials every
+    30 s, the summary and next steps) until it ends; exit 0 when it completed. Unlike `prefect deployment run
+    --watch`, which also lists every task run's state changes (thousands for a nightly evaluation)."""
+    if (run is None) == (deployment is None):
+        refuse("give a flow run (its id or name) or --deployment <flow>/<deployment>, one of them")
+    use_prefect(data_root(data_dir))
+    from prefect.settings import get_current_settings
+
+    from ehrbench.cli.follow import follow_run
+
+    if not get_current_settings().api.url:
+        fail("no Prefect server is configured: start one with 'make server' (runs of the temporary servers of CLI "
+             "commands end with them)", EXIT_FAILED)
+    with flow_failures():
+        check_prefect_api()
+        state = follow_run(run, deployment, lambda line: err.print(line, soft_wrap=True))
+    raise typer.Exit(0 if state == "COMPLETED" else EXIT_FAILED)
+
+
+@app.command()
 def metrics(
     run_id: Annotated[str, typer.Option(help="The evaluation run.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
