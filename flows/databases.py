@@ -16,7 +16,7 @@ from ehrbench.profiles import BENCHMARK_DATABASES, LINEAGE_MODELS, PROFILE_SELEC
 from ehrbench.settings import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
 from ehrbench.warehouse import drop_schemas
-from flows.prefect_api import table_artifact
+from flows.prefect_api import log_dbt_run, table_artifact
 
 
 @flow(name="databases")
@@ -27,9 +27,7 @@ def build_databases(layout: DataLayout, build_dir: Path, profile_vars: dict, see
     drop_schemas(layout.warehouse, tuple(db.schema for db in BENCHMARK_DATABASES if db.profile == "renamed_random"))
     run = run_dbt(["build", "--select", *PROFILE_SELECTION], warehouse=layout.warehouse,
                   work_dir=layout.dbt_work, vars=profile_vars, log_dir=log_dir)
-    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
-    for warning in run.warnings():
-        logger.warning(warning)
+    log_dbt_run(run, log_dir)
     renames = schema_renames(seed)
 
     exported: dict[str, dict] = {}

@@ -19,7 +19,7 @@ from ehrbench.fhir.grounding_check import check_groundings, check_markdown
 from ehrbench.profiles import BenchmarkDatabase
 from ehrbench.settings import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
-from flows.prefect_api import markdown_artifact, table_artifact
+from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
 
 CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
 
@@ -31,9 +31,7 @@ def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: in
     logger = get_run_logger()
     run = run_dbt(["build", "--select", "fhir"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars=profile_vars, log_dir=log_dir)
-    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
-    for warning in run.warnings():
-        logger.warning(warning)
+    log_dbt_run(run, log_dir)
     exported = export_fhir(layout.warehouse, build_dir, seed=seed)
     report = exported.validation
     logger.info("FHIR: %s; validated %d resources%s", exported.counts, report.checked,

@@ -25,7 +25,7 @@ from ehrbench.dq.tasks import WrittenTask, write_oracle, write_task
 from ehrbench.errors import ValidationError
 from ehrbench.settings import DataLayout, DqSettings
 from ehrbench.transform import DbtRun, run_dbt
-from flows.prefect_api import table_artifact
+from flows.prefect_api import log_dbt_run, table_artifact
 
 
 @flow(name="inject-errors")
@@ -37,9 +37,7 @@ def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: dict, seed:
     run = run_dbt(["build", "--select", "dq"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars={**profile_vars, "dq": {"seed": seed, "patients": recipes.extract.patients}},
                   log_dir=log_dir)
-    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
-    for warning in run.warnings():
-        logger.warning(warning)
+    log_dbt_run(run, log_dir)
     extract = read_extract(layout.warehouse)
     dq_dir = build_dir / "dq"
     written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import httpx
@@ -21,6 +22,7 @@ from prefect.settings import get_current_settings
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ehrbench.progress import ANNOUNCED, PROGRESS
+from ehrbench.transform import DbtRun
 
 TRANSIENT_STATUS = frozenset({502, 503, 504})
 ATTEMPTS = 5
@@ -71,6 +73,14 @@ def table_artifact(key: str, table: list[dict], description: str) -> None:
 
 def link_artifact(key: str, link: str, link_text: str, description: str) -> None:
     _artifact(create_link_artifact, key=key, link=link, link_text=link_text, description=description)
+
+
+def log_dbt_run(run: DbtRun, log_dir: Path) -> None:
+    """A dbt run in one line (its node-by-node log is on disk) and one line per node that warned."""
+    logger = _logger()
+    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
+    for warning in run.warnings():
+        logger.warning(warning)
 
 
 def artifact_url(key: str) -> str:

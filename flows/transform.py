@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from ehrbench.settings import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
-from flows.prefect_api import markdown_artifact
+from flows.prefect_api import log_dbt_run, markdown_artifact
 
 
 @flow(name="transform")
 def transform(layout: DataLayout, log_dir: Path) -> list[DbtRun]:
-    logger = get_run_logger()
     run = run_dbt(["build", "--select", "staging"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   log_dir=log_dir)
-    logger.info("%s; log: %s", run.describe(), log_dir / "dbt.log")
-    for warning in run.warnings():
-        logger.warning(warning)
+    log_dbt_run(run, log_dir)
     warnings = [node for node in run.nodes if node.status == "warn"]
     markdown_artifact(
         key="transform-dbt",

@@ -80,6 +80,20 @@ def dq_detail(dq: Mapping) -> str:
 
 def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) -> list[str]:
     """The closing summary: what was built, what was checked, what to look at, what to run next."""
+    lines = [_headline(manifest)]
+    for label, values in _facts(manifest, folder, logs):
+        lines += [f"  {label if i == 0 else '':<10} {value}" for i, value in enumerate(values)]
+    width = max(len(command) for command, _ in NEXT_STEPS)
+    return [*lines, "Next:", *(f"  {command:<{width}}  # {why}" for command, why in NEXT_STEPS)]
+
+
+def _headline(manifest: Manifest) -> str:
+    seconds = sum(stage.seconds for stage in manifest.stages.values())
+    return f"Build {manifest.build_id} published in {seconds / 60:.1f} min (seed {manifest.seed})"
+
+
+def _facts(manifest: Manifest, folder: Path, logs: Path | None) -> list[tuple[str, list[str]]]:
+    """(label, lines) of the summary, for the terminal and the artifact alike."""
     questions, dq = manifest.questions, manifest.dq
     by_suite = Counter()
     for key, n in questions.get("by_suite", {}).items():
@@ -90,24 +104,21 @@ def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) ->
             dbt_counts["ok" if status in ("success", "pass") else status] += n
     checks = sum(v.get("evaluated", 0) for v in manifest.validation.values())
     failed = sum(len(v.get("failed", [])) for v in manifest.validation.values())
-    seconds = sum(stage.seconds for stage in manifest.stages.values())
-    lines = [
-        f"Build {manifest.build_id} published in {seconds / 60:.1f} min (seed {manifest.seed})",
-        f"  folder     {folder}",
-        f"  databases  {', '.join(manifest.databases)} (db/: DuckDB and SQLite)",
-        "  suites     " + ", ".join(f"{by_suite[s]:,} {s}" for s in ("ehrsql", "fhir", "chatqa") if by_suite[s])
-        + f", {len(dq.get('tasks', []))} dq tasks; {questions.get('quarantined', 0)} questions quarantined",
-        f"  checks     dbt {sum(dbt_counts.values())} nodes ({_counts(dbt_counts)}); GX {checks - failed}/{checks} "
-        f"expectations met; FHIR {manifest.fhir.get('validated', 0):,} resources valid",
+    facts = [
+        ("folder", [str(folder)]),
+        ("databases", [f"{', '.join(manifest.databases)} (db/: DuckDB and SQLite)"]),
+        ("suites", [", ".join(f"{by_suite[s]:,} {s}" for s in ("ehrsql", "fhir", "chatqa") if by_suite[s])
+                    + f", {len(dq.get('tasks', []))} dq tasks; {questions.get('quarantined', 0)} questions "
+                    "quarantined"]),
+        ("checks", [f"dbt {sum(dbt_counts.values())} nodes ({_counts(dbt_counts)}); GX {checks - failed}/{checks} "
+                    f"expectations met; FHIR {manifest.fhir.get('validated', 0):,} resources valid"]),
     ]
     warnings = build_warnings(manifest)
-    lines += [f"  {'warnings' if i == 0 else '':<10} {w}" for i, w in enumerate(warnings)]
+    if warnings:
+        facts.append(("warnings", warnings))
     if logs is not None:
-        lines.append(f"  logs       {logs} (build.log, dbt.log)")
-    lines.append("Next:")
-    width = max(len(command) for command, _ in NEXT_STEPS)
-    lines += [f"  {command:<{width}}  # {why}" for command, why in NEXT_STEPS]
-    return lines
+        facts.append(("logs", [f"{logs} (build.log, dbt.log)"]))
+    return facts
 
 
 def _counts(counter: Mapping[str, int]) -> str:
@@ -132,17 +143,12 @@ def build_warnings(manifest: Manifest) -> list[str]:
 
 
 def summary_markdown(manifest: Manifest, folder: Path, links: Mapping[str, str]) -> str:
-    """The parent run's artifact: the summary, then a link per stage artifact (`links`: title -> URL)."""
-    lines = summary_lines(manifest, folder)
-    head, _, rest = lines[0], None, lines[1:]
-    body = [line for line in rest if not line.startswith(("Next:", "  uv run", "  make"))]
-    table = ["| | |", "|---|---|"]
-    label = ""
-    for line in body:
-        key, value = line[2:13].strip() or label, line[13:].strip()
-        table.append(f"| {key if key != label else ''} | {value} |")
-        label = key
+    """The parent run's artifact: the summary, the stages' times, a link per stage artifact (`links`: title -> URL)
+    and the next commands."""
+    table = [f"| {label if i == 0 else ''} | {value} |" for label, values in _facts(manifest, folder, None)
+             for i, value in enumerate(values)]
     stage_rows = [f"| {name} | {manifest.stages[name].seconds:.1f} s |" for name in STAGES if name in manifest.stages]
-    return "\n".join([f"# {head}", "", *table, "", "## Stages", "| stage | time |", "|---|---|", *stage_rows, "",
+    return "\n".join([f"# {_headline(manifest)}", "", "| | |", "|---|---|", *table, "",
+                      "## Stages", "| stage | time |", "|---|---|", *stage_rows, "",
                       "## Artifacts", *[f"- [{title}]({url})" for title, url in links.items()], "",
                       "## Next", *[f"- `{command}`: {why}" for command, why in NEXT_STEPS], ""])
