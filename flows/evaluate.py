@@ -132,7 +132,7 @@ def evaluate_agents(
                  f"{len(comparison.flipped_tasks)} tasks flipped")
         markdown_artifact(key="evaluation-comparison", markdown=comparison_markdown(comparison, store.run_id),
                           description="Metric changes and flipped tasks since the previous run")
-    dashboard = _render_dashboard(store.run_id, run_prefix, report_dir, layout) if report else None
+    dashboard = _render_dashboard(store, run_prefix, report_dir, layout.root) if report else None
     if dashboard:  # the subflow announced it; the run's own logs (`ehrbench follow`, --watch) say it too
         logger.info("dashboard: %s", dashboard)
     markdown_artifact(key="evaluation-summary", description=f"Run {store.run_id}: what ran and where to look",
@@ -173,20 +173,21 @@ def _scheduled_time() -> datetime:
     return expected.astimezone(UTC) if expected else datetime.now(UTC)
 
 
-def _render_dashboard(run_id: str, run_prefix: str, report_dir: str | None, layout: DataLayout) -> str:
+def _render_dashboard(store: ResultStore, run_prefix: str, report_dir: str | None, data_dir: Path) -> str:
     """The last stage. Its inputs are the run's parquet parts, complete by now, so when the Prefect API keeps
     failing the run's results stand and only the dashboard is missing; the flow fails and says how to finish it."""
     try:
-        return with_api_retries(render_report, run_id=run_id, trend_prefix=run_prefix or None, report_dir=report_dir,
-                                data_dir=str(layout.root), what="the dashboard stage (render-report)")
+        return with_api_retries(render_report, run_id=store.run_id, trend_prefix=run_prefix or None,
+                                report_dir=report_dir, data_dir=str(data_dir),
+                                what="the dashboard stage (render-report)")
     except Exception as exc:
         if not is_transient_api_error(exc):
             raise
         raise DashboardNotRendered(
-            f"the trials of run {run_id} are complete in {layout.results / f'run_id={run_id}'}, but its dashboard "
+            f"the trials of run {store.run_id} are complete in {store.folder}, but its dashboard "
             f"was not rendered: the Prefect API kept failing ({type(exc).__name__}: {str(exc).splitlines()[0]}). "
-            f"Render it with `make report RUN_ID={run_id}`, or retry this flow run (it resumes run {run_id}: no "
-            "trial runs again)") from exc
+            f"Render it with `make report RUN_ID={store.run_id}`, or retry this flow run (it resumes run "
+            f"{store.run_id}: no trial runs again)") from exc
 
 
 class DashboardNotRendered(RuntimeError):
