@@ -65,7 +65,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install gx-assets browser postgres demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
+.PHONY: help install gx-assets browser postgres sandbox demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -100,12 +100,19 @@ browser: ## install Debian's Chromium for the dashboard's browser test, if it is
 	  $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 	@$(CHROMIUM) --version 2>/dev/null
 
+sandbox: ## install Debian's bubblewrap, which isolates LLM agents' SQL and Python, if it is missing (root or sudo)
+	@command -v bwrap >/dev/null 2>&1 || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  $$SUDO apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null; }
+	@$(UV) run python -c "from ehrbench.agents.sandbox import unavailable_reason as u; r = u(); \
+	  print('sandbox: ' + (r or 'bubblewrap isolates agent code'))"
+
 postgres: ## install Debian's PostgreSQL for the Prefect server of `make server` and its test, if it is missing (root or sudo)
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  $$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
 
-test: install gx-assets browser postgres ## the whole test suite (unit + integration)
+test: install gx-assets browser postgres sandbox ## the whole test suite (unit + integration)
 	$(UV) run pytest -n 2 --dist loadfile
 
 test-unit: install ## unit tests only
@@ -130,6 +137,7 @@ server: install postgres ## start PostgreSQL, a Prefect server on it (UI on PREF
 	  PREFECT_SERVER_DATABASE_CONNECTION_URL="$$database" PREFECT_SERVER_API_HOST=$(PREFECT_HOST) \
 	  PREFECT_SERVER_API_PORT=$(PREFECT_PORT) PREFECT_UI_API_URL=$(API_URL) PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED=true \
 	  PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED=true \
+	  PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem \
 	  setsid nohup $(UV) run prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) \
 	    > $(RUN_DIR)/server.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/server.pid; \
 	  echo "starting Prefect server (pid $$(cat $(RUN_DIR)/server.pid)) on PostgreSQL; log: $(RUN_DIR)/server.log"; \

@@ -33,9 +33,10 @@ from ehrbench.build_summary import (
 )
 from ehrbench.dq.recipes import load_recipes
 from ehrbench.manifest import StageTiming, assemble_manifest
+from ehrbench.parameter_errors import one_line_errors
 from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
 from ehrbench.progress import log_to_file
-from ehrbench.publish import discard, new_build_id, staging_dir
+from ehrbench.publish import discard, new_build_id, remove_unfinished_builds, staging_dir
 from ehrbench.settings import BuildParameters, DataLayout, DqSettings, Edition, QuestionSettings, default_data_dir
 from ehrbench.stack.static_files import data_docs_link
 from ehrbench.warehouse import build_lock, connect, table_row_counts
@@ -77,11 +78,12 @@ def build_benchmark(
     audit tasks (default: the suite's own). `data_dir`
     defaults to EHRBENCH_DATA_DIR or ./data.
     """
-    parameters = BuildParameters.from_environment(
-        mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
-        mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
-        start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
-        questions=questions, dq=dq)
+    with one_line_errors(BuildParameters):  # out of range: one line naming the parameter, before any stage
+        parameters = BuildParameters.from_environment(
+            mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
+            mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
+            start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
+            questions=questions, dq=dq)
     load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
     dbt_vars = profile_vars(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
                             start_year=parameters.start_year, time_span=parameters.time_span)
@@ -106,6 +108,8 @@ def build_benchmark(
 
     with build_lock(layout.build_lock, build_id), log_to_file(logs / "build.log"):
         announce(f"build {build_id}: data in {layout.root}; logs in {logs}")
+        for unfinished in remove_unfinished_builds(layout.benchmarks, layout.build_lock):  # killed builds' folders
+            announce(unfinished.removed_line(), level=logging.WARNING)
         build_dir = staging_dir(layout.benchmarks, build_id)
         try:
             with stage("ingest") as done:

@@ -38,15 +38,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from ehrbench.agents.base import Agent
 from ehrbench.agents.baselines import make_agents
 from ehrbench.agents.config import BASELINES, AgentConfig, parse_agents
+from ehrbench.agents.sandbox import isolation
 from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
 from ehrbench.evaluation.tasks import SUITES, EvalTask, load_tasks
 from ehrbench.evaluation.trial import TransientTrialError, failed_trial_row, run_trial
 from ehrbench.llm.tools import tool_chat_model
+from ehrbench.parameter_errors import one_line_errors
 from ehrbench.progress import TrialCount, report_trials
 from ehrbench.reports.compare import compare_runs, comparison_markdown, previous_run
-from ehrbench.settings import DataLayout, default_data_dir
+from ehrbench.settings import DataLayout, EvaluationParameters, default_data_dir
+from flows.endpoint_slots import RunLeases, held_slots
 from flows.prefect_api import (
     announce,
     artifact_url,
@@ -58,7 +61,7 @@ from flows.prefect_api import (
 from flows.report import render_report
 
 # Slots are leased and the lease renewed while the holder lives; a killed run's slots come back when its lease runs
-# out: the shortest lease the server accepts (Prefect's default, 300 s, would stall a resumed run that long).
+# out on a `prefect server` (the shortest lease it accepts), or when the run is resumed (flows/endpoint_slots.py).
 SLOT_LEASE_S = 60.0
 SLOT_WAIT_S = 900.0  # how long a batch waits for its endpoint's slots before the run stops and says why
 DEFAULT_THREADS = 4  # trials in flight without a model endpoint (oracle, abstain: they only read and score)
@@ -85,13 +88,20 @@ def evaluate_agents(
     report: bool = True,
     report_dir: str | None = None,
     data_dir: str | None = None,
+    unsafe_sandbox: bool = False,
 ) -> str:
     """Evaluate `agents` on `suites` of `build` with `trials` trials per task; `limit`: tasks per suite (a seeded
     sample). An agent is `oracle`, `abstain`, an LLM spec (`llm:<model>@<base_url>`, `llm:openai:<model>`,
     `llm:gemini:<model>`; `agent_options` apply to these) or a mapping {name, model, options}. Without `run_id` the
     run is named `<run_prefix><UTC time>` and, when an earlier run of that prefix exists (the nightly schedule's),
     compared with it. With `report`, the run's dashboard is rendered into `report_dir` (default reports/site/).
-    Returns the run's results folder."""
+    LLM agents' SQL and Python run under bubblewrap; where it cannot run the flow stops, unless `unsafe_sandbox`
+    (then every row records "unsafe: <why>"). Returns the run's results folder."""
+    with one_line_errors(EvaluationParameters):  # out of range: one line naming the parameter, before any trial
+        EvaluationParameters(suites=suites, agents=agents, trials=trials, limit=limit, seed=seed, run_id=run_id,
+                             run_prefix=run_prefix, batch_size=batch_size,
+                             concurrency_per_endpoint=concurrency_per_endpoint, transient_retries=transient_retries,
+                             retry_delay_s=retry_delay_s)
     logger = get_run_logger()
     configs = parse_agents(agents, agent_options)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
@@ -107,7 +117,12 @@ def evaluate_agents(
         raise ValueError(f"run {store.run_id} was made on build {', '.join(sorted(earlier))}, not {build_id}; "
                          f"resume it with --build {sorted(earlier)[0]} or start a new run id")
     limits = endpoint_limits(configs, concurrency_per_endpoint)
-    agent_objects = make_agents(configs, {task.key: task.gold for task in tasks}, secret_api_keys(configs))
+    # before any trial: a run whose agents' code could not be isolated stops here and says what to do
+    sandbox = isolation(allow_unsafe=unsafe_sandbox) if any(c.kind == "llm" for c in configs) else None
+    if sandbox and sandbox != "bubblewrap":
+        logger.warning("agent SQL and Python run WITHOUT the OS sandbox (%s); every result row records it", sandbox)
+    agent_objects = make_agents(configs, {task.key: task.gold for task in tasks}, secret_api_keys(configs),
+                                sandbox=sandbox)
     completed = store.completed()
     pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
@@ -245,7 +260,7 @@ def _run_batch(run_one, batch: list[tuple[Agent, EvalTask, int]], build_id: str,
     with ExitStack() as held:
         if limit_name:
             slots = min(slots, _limit_of(limit_name))  # another run may have lowered the limit since
-            held.enter_context(_endpoint_slots(limit_name, slots))
+            held.enter_context(_endpoint_slots(limit_name, slots, RunLeases(store.folder)))
         with ThreadPoolTaskRunner(max_workers=slots if limit_name else DEFAULT_THREADS) as runner:
             return _collect(runner.map(run_one, parameters), batch, build_id, tally)
 
@@ -293,17 +308,20 @@ def endpoint_limits(configs: list[AgentConfig], per_endpoint: int) -> dict[str, 
 
 
 @contextmanager
-def _endpoint_slots(name: str, slots: int):
-    """Hold `slots` of an endpoint's limit; give up after SLOT_WAIT_S with what to do about it."""
+def _endpoint_slots(name: str, slots: int, leases: RunLeases):
+    """Hold `slots` of an endpoint's limit, first giving back those an interrupted run of this run id still held;
+    give up after SLOT_WAIT_S with what to do about it."""
+    for released in leases.release_abandoned():
+        announce(f"released {released}, held by an earlier run of this run id that did not finish")
     try:
-        with concurrency(name, occupy=slots, strict=True, lease_duration=SLOT_LEASE_S, timeout_seconds=SLOT_WAIT_S):
+        with held_slots(name, slots, leases, lease_duration=SLOT_LEASE_S, timeout_seconds=SLOT_WAIT_S):
             yield
     except TimeoutError:
         raise RuntimeError(
             f"no free slots on the concurrency limit {name!r} after {SLOT_WAIT_S:.0f} s: another run is using the "
-            f"endpoint, or a killed run still holds them (a `prefect server` reclaims them {SLOT_LEASE_S:.0f} s "
-            f"after the kill; a temporary server never does). Free them with `prefect gcl update {name} "
-            "--active-slots 0` and re-run with the same run id.") from None
+            f"endpoint, or a killed run of another run id still holds them (resuming that run id gives them back; a "
+            f"`prefect server` also reclaims them {SLOT_LEASE_S:.0f} s after the kill). As a last resort free them "
+            f"with `prefect gcl update {name} --active-slots 0` and re-run with the same run id.") from None
 
 
 def _limit_of(name: str) -> int:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from prefect import flow
 
+from ehrbench.parameter_errors import one_line_errors
 from ehrbench.reports.assemble import report_data
 from ehrbench.reports.model import DEFAULT_BOOTSTRAP, Bootstrap
 from ehrbench.reports.site import render_site
 from ehrbench.reports.summary import headline_markdown
-from ehrbench.settings import DataLayout, default_data_dir, default_report_dir
+from ehrbench.settings import DataLayout, ReportParameters, default_data_dir, default_report_dir
 from ehrbench.stack.static_files import report_link
 from flows.prefect_api import announce, link_artifact, markdown_artifact
 
@@ -33,6 +34,8 @@ def render_report(
     """Render run `run_id`'s dashboard into `report_dir` (default reports/site/); `trend_prefix` names the series
     of runs its trends compare (default: the run id without its trailing UTC time). Returns where to open it:
     index.html's URL (http:// when `make server`'s file server serves the site, else file://)."""
+    with one_line_errors(ReportParameters):  # out of range: one line naming the parameter
+        ReportParameters(bootstrap_replicates=bootstrap_replicates, bootstrap_seed=bootstrap_seed)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     bootstrap = Bootstrap(replicates=bootstrap_replicates, seed=bootstrap_seed, level=DEFAULT_BOOTSTRAP.level)
     data = report_data(layout.results, run_id, layout.benchmarks, bootstrap=bootstrap, prefix=trend_prefix)

@@ -28,3 +28,13 @@ class ValidationError(EhrbenchError):
 
 class PublishError(EhrbenchError):
     """A build folder could not be published."""
+
+
+class ResultPartError(EhrbenchError):
+    """A file among an evaluation run's parts (or its pending rows) that is no readable trial part: not a regular
+    file, not parquet, or without the trial key columns. `problem` says what it is instead."""
+
+    def __init__(self, path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; move it aside or delete it")
+        self.path = path
+        self.problem = problem

@@ -1,13 +1,16 @@
 """Build folders: written as `<build_id>.tmp/`, published by an atomic rename, then `latest` switched.
 
 A published folder is never modified again; a failed build removes its `.tmp` folder and leaves
-`latest` pointing where it did.
+`latest` pointing where it did. A killed build cannot: its `.tmp` folder (hundreds of MB) is removed by the next
+build, which holds the build lock — so no build that is still running owns any other `.tmp` folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from ehrbench.manifest import Manifest
 
 MANIFEST = "manifest.json"
 _TMP = ".tmp"
+_OWNER = ".owner.json"  # in a staging folder: which process writes it, since when (removed before publishing)
 
 
 def new_build_id(benchmarks: Path, now: datetime | None = None) -> str:
@@ -31,7 +35,51 @@ def new_build_id(benchmarks: Path, now: datetime | None = None) -> str:
 def staging_dir(benchmarks: Path, build_id: str) -> Path:
     path = benchmarks / f"{build_id}{_TMP}"
     path.mkdir(parents=True, exist_ok=False)
+    owner = {"build_id": build_id, "pid": os.getpid(), "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    (path / _OWNER).write_text(json.dumps(owner))
     return path
+
+
+@dataclass(frozen=True)
+class UnfinishedBuild:
+    """The staging folder of a build that ended without removing it (killed), and who wrote it."""
+
+    folder: Path
+    pid: int | None
+    started_at: str
+
+    def removed_line(self) -> str:
+        return (f"removed stale {self.folder} from a build that did not finish "
+                f"(pid {self.pid if self.pid is not None else 'unknown'}/started {self.started_at})")
+
+
+def remove_unfinished_builds(benchmarks: Path, lock_path: Path) -> list[UnfinishedBuild]:
+    """Remove the `.tmp` folders killed builds left behind. Only the holder of the build lock may: a build stages its
+    folder while holding that lock and removes it (discard or publish) before letting go, so while this process
+    holds it no other `.tmp` folder belongs to a running build. Anything else raises."""
+    from ehrbench.warehouse import holds_build_lock  # not at the top: `ehrbench builds` need not import DuckDB
+
+    if not holds_build_lock(lock_path):
+        raise RuntimeError(f"{lock_path}: removing unfinished builds needs the build lock held by this process")
+    if not benchmarks.is_dir():
+        return []
+    removed = []
+    for folder in sorted(benchmarks.glob(f"*{_TMP}")):
+        if folder.is_symlink() or not folder.is_dir():  # never follow a link out of the data folder
+            continue
+        unfinished = _unfinished(folder)
+        shutil.rmtree(folder)
+        removed.append(unfinished)
+    return removed
+
+
+def _unfinished(folder: Path) -> UnfinishedBuild:
+    """Who wrote a staging folder; without its owner file (an older build), the build id says when it started."""
+    try:
+        owner = json.loads((folder / _OWNER).read_text())
+        return UnfinishedBuild(folder, int(owner["pid"]), str(owner["started_at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return UnfinishedBuild(folder, None, build_id_of(folder))
 
 
 def build_id_of(folder: Path) -> str:
@@ -51,6 +99,7 @@ def publish(benchmarks: Path, manifest: Manifest) -> Path:
         raise PublishError(f"{tmp}: staging folder of build {manifest.build_id} is missing")
     if final.exists():
         raise PublishError(f"{final} exists already; published builds are never overwritten")
+    (tmp / _OWNER).unlink(missing_ok=True)  # a published build is nobody's work in progress
     _write_durably(tmp / MANIFEST, manifest.model_dump_json(indent=2))
     os.rename(tmp, final)
     link_tmp = benchmarks / f".latest-{manifest.build_id}"

@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 Edition = Literal["demo", "full"]
+
+# Parameter ranges (issue 17): a value outside them is refused before any Prefect server or build starts, in one line
+# naming the parameter, the value and the range (ehrbench.parameter_errors).
+SEED_MAX = 2**32 - 1  # seeds feed numpy's default_rng and random.Random; 32 bits is the range every RNG API takes
+# The shifted years keep four digits: the EHRSQL time expressions run on the .sqlite exports, whose date functions
+# (like Python's date in the eICU sampler) end at 9999. 9000 + 200 leaves centuries for patients' later stays.
+START_YEAR_MIN, START_YEAR_MAX = 1900, 9000
+# The sampler weighs every year of the span (numpy arrays of span + 1): 10^9 took 20 GB. EHRSQL uses 0 and 5 years;
+# 200 covers any plausible spread of first visits.
+TIME_SPAN_MAX = 200
+# A run id names the folder results/run_id=<id>: one plain path component (also checked by the CLI).
+RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+RUN_ID_FORM = "1-200 letters, digits, '.', '_' or '-', not starting with '.' and without '..'"
+RUN_PREFIX_MAX = 184  # + the 16 characters of the UTC time: a run id of at most 200
+
+
+def is_run_id(text: str) -> bool:
+    return bool(RUN_ID.fullmatch(text)) and ".." not in text
 
 
 def default_data_dir() -> Path:
@@ -54,13 +73,15 @@ class BuildParameters(BaseModel):
     mimic_iv_edition: Edition = Field("demo", description="Which MIMIC-IV release to download: demo or full.")
     eicu_edition: Edition = Field("demo", description="Which eICU release to download: demo or full.")
     strict_checksums: bool = Field(False, description="Fail on local files that do not match SHA256SUMS.txt.")
-    seed: int = Field(0, ge=0, description="Seed for every random choice of the build (0 reproduces the "
-                                           "published EHRSQL databases).")
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed for every random choice of the build (0 reproduces "
+                                                        "the published EHRSQL databases).")
     current_time: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$", description=(
         "'Now' of the time-shifted databases, YYYY-MM-DD HH:MM:SS; default 2100-12-31 23:59:00 "
         "(per eICU preset)."))
-    start_year: int | None = Field(None, ge=1900, description="First year of the shifted range (default 2100).")
-    time_span: int | None = Field(None, ge=0, description="Years the shifted first visits spread over (default 0).")
+    start_year: int | None = Field(None, ge=START_YEAR_MIN, le=START_YEAR_MAX,
+                                   description="First year of the shifted range (default 2100).")
+    time_span: int | None = Field(None, ge=0, le=TIME_SPAN_MAX,
+                                  description="Years the shifted first visits spread over (default 0).")
     ehrsql2024_dir: Path | None = Field(None, description=(
         "Published EHRSQL-2024 questions (its mimic_iv/ folder): their valid split gets FHIR resource-id ground "
         "truth in the build. Default: $EHRBENCH_EHRSQL2024_DIR, else none."))
@@ -80,11 +101,67 @@ class BuildParameters(BaseModel):
                                ("ehrsql2024_dir", "EHRBENCH_EHRSQL2024_DIR")):
             if name not in values and os.environ.get(variable):
                 values[name] = os.environ[variable]
-        questions = QuestionSettings.model_validate(values.get("questions") or {})
-        if questions.paraphrase_model is None and os.environ.get("EHRBENCH_PARAPHRASE_MODEL"):
-            questions = questions.model_copy(update={"paraphrase_model": os.environ["EHRBENCH_PARAPHRASE_MODEL"]})
-        values["questions"] = questions
-        return cls(**values)
+        values["questions"] = _with_paraphrase_model(values.get("questions") or {})
+        return cls(**values)  # validated whole: an error's location names the nested field (questions.per_template)
+
+
+def _with_paraphrase_model(questions: QuestionSettings | dict) -> QuestionSettings | dict:
+    """The question settings with $EHRBENCH_PARAPHRASE_MODEL as their paraphrasing model when they name none."""
+    model = os.environ.get("EHRBENCH_PARAPHRASE_MODEL")
+    if isinstance(questions, QuestionSettings):
+        if model and not questions.paraphrase_model:
+            return questions.model_copy(update={"paraphrase_model": model})
+        return questions
+    return {**questions, "paraphrase_model": questions.get("paraphrase_model") or model}
+
+
+class EvaluationParameters(BaseModel):
+    """The ranges of the evaluate-agents flow's parameters (the flow and `ehrbench evaluate` check them first)."""
+
+    suites: list[str] = Field(min_length=1, description="Suites to evaluate.")
+    agents: list[str | dict] = Field(min_length=1, max_length=50, description=(
+        "Agents to evaluate; each is a full pass over every task and trial, so a sweep wider than 50 is several runs"))
+    trials: int = Field(1, ge=1, le=100, description=(
+        "Trials per task (k); pass^k curves rarely go past k=8, 100 bounds the cost of a typo"))
+    limit: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "Tasks per suite (a seeded sample); more than a suite holds means all of it"))
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the task sample.")
+    run_id: str | None = Field(None, description="Run id (the folder results/run_id=<id>).")
+    run_prefix: str = Field("", max_length=RUN_PREFIX_MAX, description="Prefix of the run id before its UTC time.")
+    batch_size: int = Field(200, ge=1, le=10_000, description=(
+        "Trials per results part; a batch's rows and futures are held in memory until it is written"))
+    concurrency_per_endpoint: int = Field(4, ge=1, le=64, description=(
+        "Trials in flight per model endpoint; each holds a thread and its database connections"))
+    transient_retries: int = Field(2, ge=0, le=10, description="Retries of a trial stopped by a transient failure.")
+    retry_delay_s: float = Field(30.0, ge=0, le=3600, description=(
+        "Seconds between retries of a trial; rate-limit windows are a minute, an hour stalls a run enough"))
+
+    @field_validator("suites")
+    @classmethod
+    def _known_suites_once(cls, suites: list[str]) -> list[str]:
+        from ehrbench.evaluation.tasks import SUITES
+
+        unknown = [suite for suite in suites if suite not in SUITES]
+        if unknown:
+            raise ValueError(f"must be some of {', '.join(SUITES)}; unknown: {', '.join(map(repr, unknown))}")
+        if len(set(suites)) < len(suites):
+            raise ValueError("must name each suite once")
+        return suites
+
+    @field_validator("run_id", "run_prefix")
+    @classmethod
+    def _one_path_component(cls, name: str | None) -> str | None:
+        if name and not is_run_id(name):
+            raise ValueError(f"must be {RUN_ID_FORM}")
+        return name
+
+
+class ReportParameters(BaseModel):
+    """The ranges of the render-report flow's numbers (the flow and `ehrbench report` check them first)."""
+
+    bootstrap_replicates: int = Field(1000, ge=0, le=100_000, description=(
+        "Bootstrap replicates of the intervals; percentile intervals settle by 10,000"))
+    bootstrap_seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the bootstrap.")
 
 
 class DataLayout(BaseModel):

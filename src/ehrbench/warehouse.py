@@ -40,6 +40,26 @@ def build_lock(lock_path: Path, build_id: str):
         handle.close()
 
 
+def holds_build_lock(lock_path: Path) -> bool:
+    """Whether this process holds the build lock: someone holds it (a fresh handle cannot take it) and the holder
+    recorded this process's pid (a live holder always records its own; two live processes never share a pid)."""
+    try:
+        handle = lock_path.open("r")
+    except FileNotFoundError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(handle.read())
+            except ValueError:  # not written yet, or not by build_lock
+                return False
+            return isinstance(holder, dict) and holder.get("pid") == os.getpid()
+        fcntl.flock(handle, fcntl.LOCK_UN)  # nobody held it
+        return False
+
+
 @contextmanager
 def connect(path: Path, *, read_only: bool = False):
     """Open the warehouse; a writer held by another process becomes BuildInProgressError."""

@@ -611,6 +611,7 @@ def test_evaluate_an_llm_agent_through_a_real_model_server(first_build, cli_env,
     assert len(trials) == 3 * 4 + 4 and (trials["status"] == "completed").all(), trials[["suite", "error"]]
     assert (trials["reward"] == 1.0).all(), trials.loc[trials["reward"] != 1.0, ["suite", "task_id", "answer"]]
     assert set(trials["model"]) == {f"openai:scripted@{server.base_url}"}
+    assert set(trials["sandbox"]) == {"bubblewrap"}  # every row says how its agent's SQL and Python were isolated
     assert (trials["tool_calls"] >= 1).all() and (trials["input_tokens"] > 0).all() and requests >= 2 * len(trials)
     assert keys == {"Bearer sk-from-a-secret-block"}  # the agent's key came from the Prefect Secret block
     assert "sk-from-a-secret-block" not in "".join(trials["transcript"]) + result.stdout + result.stderr
@@ -742,14 +743,14 @@ def test_a_killed_evaluation_resumes_without_losing_finished_trials(first_build,
         process.wait()
         spilled = len(list(pending.glob("*.parquet")))
         assert not list(pending.parent.glob("part-*.parquet"))  # killed inside its only batch
-        # The dead run's slot stays leased: a `prefect server` reclaims it when the lease runs out, the test server
-        # runs no reclaiming service, so free it the way the flow's error message tells an operator to.
-        name = f"llm-endpoint:127.0.0.1:{server.base_url.split(':')[2].split('/')[0]}"
-        freed = run_prefect(["gcl", "update", name, "--active-slots", "0"], cli_env)
-        assert freed.returncode == 0, freed.stderr
+        # The dead run's slot stays leased (the test server runs no reclaiming service): the resume revokes the
+        # lease the dead run recorded in its run folder instead of waiting for it.
+        leases = pending.parent / "slot-leases"
+        assert len(list(leases.iterdir())) == 1
         before = len(server.requests)
         resumed = run_cli(args, cli_env)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert not list(leases.iterdir())  # released, and the resumed run's own lease given back at its end
         rerun_requests = len(server.requests) - before
     trials = duckdb.sql(f"select task_id, trial, status, reward from read_parquet('{pending.parent}/*.parquet')").df()
     assert len(trials) == 6 and not trials.duplicated(["task_id", "trial"]).any() and (trials["reward"] == 1.0).all()

@@ -65,11 +65,15 @@ def test_the_mapping_form():
 
 
 @pytest.mark.parametrize("spec, options, message", [
-    ("llm:qwen@http://h:1/v1", {"max_step": "5"}, r"agent 'llm:qwen@http://h:1/v1': max_step: Extra inputs"),
-    ("llm:qwen@http://h:1/v1", {"max_actions": "0"}, r"agent 'llm:qwen@http://h:1/v1': max_actions: .*greater than"),
-    ("llm:qwen@http://h:1/v1", {"max_actions": "five"}, r"max_actions: .*valid integer"),
-    ("llm:qwen@http://h:1/v1", {"value_search_synonyms": "maybe"}, r"value_search_synonyms: .*valid boolean"),
-    ("llm:qwen@http://h:1/v1", {"ehrsql_mode": "multi_turn"}, r"ehrsql_mode: Input should be 'single_turn' or "
+    ("llm:qwen@http://h:1/v1", {"max_step": "5"},
+     r"agent 'llm:qwen@http://h:1/v1': max_step '5': unknown; expected one of ehrsql_mode, "),
+    ("llm:qwen@http://h:1/v1", {"max_actions": "0"},
+     r"agent 'llm:qwen@http://h:1/v1': max_actions '0': must be between 1 and 200 \(tool calls per trial\)"),
+    ("llm:qwen@http://h:1/v1", {"max_actions": "five"}, r"max_actions 'five': must be a valid integer"),
+    ("llm:qwen@http://h:1/v1", {"timeout_s": "1e9"}, r"timeout_s '1e9': must be more than 0 and at most 3600"),
+    ("llm:qwen@http://h:1/v1", {"value_search_synonyms": "maybe"},
+     r"value_search_synonyms 'maybe': must be a valid boolean"),
+    ("llm:qwen@http://h:1/v1", {"ehrsql_mode": "multi_turn"}, r"ehrsql_mode 'multi_turn': must be 'single_turn' or "
                                                               r"'tools'"),
     ("llm:qwen@http://h:1/v1", {"user_model": "qwen"}, r"agent 'llm:qwen@http://h:1/v1': .*model spec 'qwen' is "
                                                        r"not of the form openai:<model>"),
@@ -81,8 +85,9 @@ def test_the_mapping_form():
     ("oracle", {"max_actions": "5"}, r"agent 'oracle' takes no options"),
     ({"name": "x", "kind": "llm"}, None, r"agent \{'name': 'x', 'kind': 'llm'\}: .*an llm agent needs a model spec"),
     ({"name": "a", "kind": "abstain", "model": "openai:x"}, None, r"agent 'a': a abstain agent takes no model"),
-    ({"model": "openai:x", "colour": "red"}, None, r"colour: Extra inputs are not permitted"),
-    ({"name": "random"}, None, r"kind: Input should be 'oracle', 'abstain' or 'llm'"),
+    ({"model": "openai:x", "colour": "red"}, None,
+     r"colour 'red': unknown; expected one of name, kind, model, options"),
+    ({"name": "random"}, None, r"kind 'random': must be 'oracle', 'abstain' or 'llm'"),
 ])
 def test_bad_specs_are_value_errors_naming_the_spec_and_the_field(spec, options, message):
     with pytest.raises(ValueError, match=message):

@@ -1,4 +1,6 @@
-"""The agent sandbox: each limit is shown by an escape attempt that must fail and leave the files untouched."""
+"""The agent sandbox's in-process layers: each limit is shown by an escape attempt that must fail and leave the files
+untouched. Agent Python runs here under the audit hook alone (the --unsafe-sandbox mode), so that each test pins the
+hook itself; tests/security replays the escapes the hook cannot see against the OS sandbox (bubblewrap)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,17 @@ import socket
 import sqlite3
 import textwrap
 import time
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from ehrbench.agents.sandbox import _BOOTSTRAP, SqlError, SqlSandbox, run_python
+from ehrbench.agents.sandbox import SqlError, SqlSandbox
+from ehrbench.agents.sandbox import run_python as confined_python
+from ehrbench.agents.sandbox.audit_hook import BOOTSTRAP as _BOOTSTRAP
+
+run_python = partial(confined_python, isolation="unsafe: the audit hook alone")
 
 ROWS = 250
 

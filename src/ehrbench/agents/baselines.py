@@ -41,9 +41,10 @@ class AbstainAgent:
 
 
 def make_agents(configs: list[AgentConfig], gold: Mapping[tuple[str, str], Gold],
-                api_keys: Mapping[str, str] | None = None) -> list[Agent]:
+                api_keys: Mapping[str, str] | None = None, *, sandbox: str | None = None) -> list[Agent]:
     """The agents of a run. `gold` goes to the oracle only; `api_keys` (by agent name) to the LLM agents whose key
-    the caller resolved (a Prefect Secret); the others read theirs from the environment."""
+    the caller resolved (a Prefect Secret); the others read theirs from the environment. `sandbox`: the isolation
+    of the LLM agents' SQL and Python (ehrbench.agents.sandbox.isolation), default bubblewrap."""
     agents: list[Agent] = []
     for config in configs:
         if config.kind == "oracle":
@@ -53,5 +54,5 @@ def make_agents(configs: list[AgentConfig], gold: Mapping[tuple[str, str], Gold]
         else:
             from ehrbench.agents.llm_agent import LlmAgent  # the model SDKs load only when an LLM is evaluated
 
-            agents.append(LlmAgent(config, (api_keys or {}).get(config.name)))
+            agents.append(LlmAgent(config, (api_keys or {}).get(config.name), sandbox=sandbox or "bubblewrap"))
     return agents

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ehrbench.llm.chat import ModelSpec
+from ehrbench.parameter_errors import one_line
 
 BASELINES = ("oracle", "abstain")
 AGENT_SPEC_FORM = "oracle, abstain, llm:<model>@<base_url>, llm:openai:<model>[@<base_url>] or llm:gemini:<model>"
@@ -28,16 +29,19 @@ class LlmOptions(BaseModel):
 
     ehrsql_mode: Literal["single_turn", "tools"] = "tools"  # EHRSQL-2024 text-to-SQL, or a ReAct agent with tools
     fhir_variant: Literal["retriever", "search", "code"] = "code"  # FHIR-AgentBench's agent designs
-    max_actions: int = Field(30, ge=1, le=200)  # tool calls per trial (EHR-ChatQA: 30)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(None, ge=1)
-    timeout_s: float = Field(60.0, gt=0)  # per model call
-    max_retries: int = Field(4, ge=0, le=10)  # the SDK's own retries of 429/5xx/timeouts, per call
-    sql_timeout_s: float = Field(10.0, gt=0)
+    max_actions: int = Field(30, ge=1, le=200, description="Tool calls per trial (EHR-ChatQA: 30).")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (the APIs' own range).")
+    # 10^6: the largest context windows offered (Gemini); more is a typo, not a request
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000, description="Tokens per model reply.")
+    # An hour per model call, ten minutes per query: a trial stuck longer blocks its endpoint slot for everyone
+    timeout_s: float = Field(60.0, gt=0, le=3600, description="Seconds per model call.")
+    max_retries: int = Field(4, ge=0, le=10, description=(
+        "The SDK's own retries of 429/5xx/timeouts, per call."))
+    sql_timeout_s: float = Field(10.0, gt=0, le=600, description="Seconds per SQL query of the agent.")
     user_model: str | None = None  # the chatqa simulated user (default: the agent's model)
     validator_model: str | None = None  # the post-hoc check of the simulated user (default: the user's model)
-    user_reruns: int = Field(2, ge=0, le=5)  # re-runs of a conversation the validator rejects
-    max_user_turns: int = Field(10, ge=1, le=50)
+    user_reruns: int = Field(2, ge=0, le=5, description="Re-runs of a conversation the validator rejects.")
+    max_user_turns: int = Field(10, ge=1, le=50, description="Turns of the simulated user per conversation.")
     embedding_model: str | None = None  # value_similarity_search uses embeddings when set
     value_search_synonyms: bool = True  # the curated synonym table in value_similarity_search
     api_key_env: str | None = None  # environment variable holding the key (default: the SDK's own variable)
@@ -103,11 +107,9 @@ def parse_agent(spec: str | dict, options: dict | None = None) -> AgentConfig:
         if not model.startswith(("openai:", "gemini:")):
             model = f"openai:{model}"
         return AgentConfig(name=text, kind="llm", model=model, options=LlmOptions(**(options or {})))
-    except ValidationError as exc:
-        # a model-level check has no field; pydantic prefixes our own ValueError's text with "Value error, "
-        problems = "; ".join(("{}: ".format(".".join(str(p) for p in e["loc"])) if e["loc"] else "")
-                             + e["msg"].removeprefix("Value error, ") for e in exc.errors())
-        raise ValueError(f"agent {spec!r}: {problems}") from None
+    except ValidationError as exc:  # raised by LlmOptions (options of a string spec) or AgentConfig (a mapping)
+        model = LlmOptions if exc.title == LlmOptions.__name__ else AgentConfig
+        raise ValueError(f"agent {spec!r}: {one_line(exc, model)}") from None
 
 
 def parse_agents(specs: list[str | dict], options: dict | None = None) -> list[AgentConfig]:

@@ -109,11 +109,12 @@ _NUDGE = "Finish the task with one of your tools ({tools})."
 class LlmAgent:
     """An agent backed by a tool-calling model; `api_key` is resolved by the caller (environment or secret)."""
 
-    def __init__(self, config: AgentConfig, api_key: str | None = None) -> None:
+    def __init__(self, config: AgentConfig, api_key: str | None = None, *, sandbox: str = "bubblewrap") -> None:
         if config.kind != "llm":
             raise ValueError(f"agent {config.name!r} is not an llm agent")
         self.config = config
         self.name = config.name
+        self.sandbox = sandbox  # how its SQL and Python are isolated; recorded in each result row
         self._api_key = api_key
 
     def __repr__(self) -> str:  # never the key
@@ -151,7 +152,7 @@ class LlmAgent:
                                        options.max_retries)
         kwargs = {"tools": tools} if tools else {}
         return DatabaseTools(database, max_rows=ANSWER_ROWS, timeout_s=options.sql_timeout_s, similarity=similarity,
-                             **kwargs)
+                             isolation=self.sandbox, **kwargs)
 
     # --- suites ------------------------------------------------------------------------------------------------------
 
@@ -224,7 +225,7 @@ class LlmAgent:
     def _fhir(self, view: TaskView) -> AgentAnswer:
         options = self.config.options
         tools = FhirTools(view.fhir_resources, index=_search_index(view.fhir_resources),
-                          variant=options.fhir_variant)
+                          variant=options.fhir_variant, isolation=self.sandbox)
         context = view.context or ""
         messages = [{"role": "system", "content": _FHIR_SYSTEM.format(context=context,
                                                                       patient=view.patient_fhir_id or "not given")},
@@ -245,7 +246,7 @@ class LlmAgent:
         try:
             database = load_audit_tables(view.data_dir, scratch / "audit.duckdb")
             with self._database_tools(database, tools=("table_search", "column_search", "sql_execute")) as tools:
-                audit = _Audit(database, self.config.options.sql_timeout_s)
+                audit = _Audit(database, self.config.options.sql_timeout_s, self.sandbox)
                 messages = [{"role": "system", "content": _DQ_SYSTEM.format(instruction=view.instruction)},
                             {"role": "user", "content": "Audit the tables and flag the erroneous rows."}]
                 try:
@@ -395,8 +396,9 @@ class _Audit:
     """flag_rows: the agent's query runs in a sandbox of its own (read-only, timeout; a row cap far above the
     tools' 100) and must return the table's _row_id column; ids not in the table are ignored; flags accumulate."""
 
-    def __init__(self, database: Path, timeout_s: float):
-        self._sandbox = SqlSandbox(database, timeout_s=timeout_s, max_rows=AUDIT_FLAG_CAP).__enter__()
+    def __init__(self, database: Path, timeout_s: float, isolation: str):
+        self._sandbox = SqlSandbox(database, timeout_s=timeout_s, max_rows=AUDIT_FLAG_CAP,
+                                   isolation=isolation).__enter__()
         self.tables = {name for (name,) in self._sandbox.execute(
             "select table_name from information_schema.tables").rows}
         self.flagged: set[tuple[str, str]] = set()

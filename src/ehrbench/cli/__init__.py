@@ -22,6 +22,8 @@ from ehrbench.cli.checks import (
     check_build,
     check_model_spec,
     check_run_id,
+    check_sandbox,
+    checked,
     data_root,
     err,
     fail,
@@ -30,7 +32,7 @@ from ehrbench.cli.checks import (
 from ehrbench.cli.data_tools import dq_app, fhir_app, questions_app
 from ehrbench.cli.prefect_runs import check_prefect_api, flow_failures, following_flows, use_prefect
 from ehrbench.publish import latest_build_id, published_builds
-from ehrbench.settings import DataLayout, default_data_dir
+from ehrbench.settings import DataLayout, EvaluationParameters, ReportParameters, default_data_dir
 
 Verbose = Annotated[bool, typer.Option(
     "--verbose", "-v", help="Print every log line of the Prefect runs instead of a line per stage.")]
@@ -131,18 +133,22 @@ def evaluate(
              "max_actions=30, user_model=openai:gpt-4o-mini, api_key_env=MY_KEY.")] = None,
     judge_model: Annotated[str | None, typer.Option(
         help="Model spec of the LLM judge of free-text (FHIR) answers; default: normalised match.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials in flight per model endpoint.")] = 4,
+    concurrency: Annotated[int, typer.Option(help="Trials in flight per model endpoint (1-64).")] = 4,
     dask_address: Annotated[str | None, typer.Option(
         help="Run the trials on this Dask scheduler (tcp://host:port) instead of local threads.")] = None,
     suite: Annotated[list[str], typer.Option(
         help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all.")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Trials per task (k).")] = 1,
-    limit: Annotated[int | None, typer.Option(min=1, help="Tasks per suite (a seeded sample).")] = None,
+    trials: Annotated[int, typer.Option(help="Trials per task (k, 1-100).")] = 1,
+    limit: Annotated[int | None, typer.Option(help="Tasks per suite (a seeded sample).")] = None,
     run_id: Annotated[str | None, typer.Option(
         help="Run id; an existing one is resumed. Default: a timestamp.")] = None,
     build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
     seed: Annotated[int, typer.Option(help="Seed of the task sample.")] = 0,
     report: Annotated[bool, typer.Option(help="Render the run's dashboard (reports/site/) at the end.")] = True,
+    unsafe_sandbox: Annotated[bool, typer.Option(
+        "--unsafe-sandbox", help="Where bubblewrap cannot isolate LLM agents' SQL and Python, run them with only "
+                                 "the in-process checks (every result row records it). Never for untrusted models.")
+    ] = False,
     verbose: Verbose = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -166,7 +172,11 @@ def evaluate(
             refuse(f"--suite: unknown suite {name!r}; expected some of {', '.join(SUITES)}")
     if run_id is not None:
         check_run_id(run_id)  # an existing run is resumed
+    checked(EvaluationParameters, {"suites": suite or list(SUITES), "agents": agent or list(BASELINES),
+                                   "trials": trials, "limit": limit, "seed": seed, "run_id": run_id,
+                                   "concurrency_per_endpoint": concurrency})
     check_build(DataLayout(root=root), build)
+    check_sandbox(agent or list(BASELINES), agent_options, unsafe_sandbox)
     use_prefect(root, verbose=verbose)
     from flows.evaluate import evaluate_agents
 
@@ -176,6 +186,7 @@ def evaluate(
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
                                  agent_options=agent_options, judge_model=judge_model,
                                  concurrency_per_endpoint=concurrency, dask_address=dask_address, report=report,
+                                 unsafe_sandbox=unsafe_sandbox,
                                  **{name: values for name, values in chosen.items() if values})
     _result(folder)
 
@@ -216,6 +227,7 @@ def metrics(
     """The metric table of an evaluation run, per agent and suite (DESIGN §5.6)."""
     import json
 
+    from ehrbench.errors import EhrbenchError
     from ehrbench.evaluation.report import metric_table
     from ehrbench.evaluation.results import ResultStore
 
@@ -223,7 +235,7 @@ def metrics(
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
     try:
         rows = metric_table(ResultStore(layout.results, run_id).folder)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, EhrbenchError) as exc:  # e.g. a part that is no parquet file, named
         fail(str(exc), EXIT_FAILED)
     if as_json:
         for row in rows:
@@ -246,7 +258,7 @@ def report(
         help="Site folder (replaced whole). Default: reports/site/ or EHRBENCH_REPORT_DIR.")] = None,
     trend_prefix: Annotated[str | None, typer.Option(
         help="Runs whose id is <prefix><UTC time> form the trend. Default: this run id without its time.")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap replicates of the intervals (0: none).")] = 1000,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates of the intervals (0: none).")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     verbose: Verbose = False,
     data_dir: DataDir = None,
@@ -254,21 +266,23 @@ def report(
     """Render a run's dashboard (leaderboards, breakdowns, curves, trends, transcripts, build) as a static site
     and publish it as Prefect artifacts; prints where to open it (index.html as a file:// URL, http:// under
     `make server`)."""
-    from ehrbench.evaluation.results import run_parts
+    from ehrbench.errors import EhrbenchError
+    from ehrbench.evaluation.results import readable_parts
     from ehrbench.reports.assemble import newest_run
 
     root = data_root(data_dir)
     if run_id is not None:
         check_run_id(run_id)
+    checked(ReportParameters, {"bootstrap_replicates": bootstrap, "bootstrap_seed": seed})
     if trend_prefix:
         check_run_id(trend_prefix, "--trend-prefix")
     if out is not None and out.exists() and not out.is_dir():
         refuse(f"--out: {out} is a file; expected a folder (it is replaced whole)")
     results = DataLayout(root=root).results
-    try:  # a missing run is named before any Prefect start-up
+    try:  # a missing run, or a part that is no trial part, is named before any Prefect start-up
         run_id = run_id or newest_run(results)
-        run_parts(results / f"run_id={run_id}")
-    except FileNotFoundError as exc:
+        readable_parts(results / f"run_id={run_id}")
+    except (FileNotFoundError, EhrbenchError) as exc:
         fail(str(exc), EXIT_FAILED)
     use_prefect(root, verbose=verbose)
     from flows.report import render_report

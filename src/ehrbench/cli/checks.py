@@ -3,17 +3,17 @@ temporary Prefect server started — one line on stderr, `ehrbench: error: <opti
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.text import Text
 
-from ehrbench.settings import BuildParameters, DataLayout, default_data_dir
+from ehrbench.parameter_errors import Loc, one_line
+from ehrbench.settings import RUN_ID_FORM, BuildParameters, DataLayout, default_data_dir, is_run_id
 
 # Messages echo user text (agent specs, paths): no markup, no emoji codes, no highlighting.
 err = Console(stderr=True, markup=False, emoji=False, highlight=False)
@@ -24,10 +24,8 @@ DataDir = Annotated[Path | None, typer.Option(
 EXIT_FAILED = 1  # the command ran and failed
 EXIT_BAD_INPUT = 2  # the command was refused before starting anything (click's own usage errors use 2 as well)
 
-# A run id is the folder name results/run_id=<id>: one plain path component.
-_RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
-_RUN_ID_FORM = "1-200 letters, digits, '.', '_' or '-', not starting with '.' and without '..'"
 _CURRENT_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+M = TypeVar("M", bound=BaseModel)
 
 
 def fail(message: str, exit_code: int) -> NoReturn:
@@ -53,8 +51,8 @@ def data_root(data_dir: Path | None) -> Path:
 
 
 def check_run_id(run_id: str, option: str = "--run-id") -> None:
-    if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
-        refuse(f"{option}: expected {_RUN_ID_FORM}, got {run_id!r}")
+    if not is_run_id(run_id):  # the folder name results/run_id=<id>: one plain path component
+        refuse(f"{option}: expected {RUN_ID_FORM}, got {run_id!r}")
 
 
 def check_build(layout: DataLayout, build: str) -> None:
@@ -69,6 +67,19 @@ def check_build(layout: DataLayout, build: str) -> None:
             "(list builds with 'ehrbench builds')")
 
 
+def check_sandbox(agents: list[str], agent_options: dict, unsafe: bool) -> None:
+    """LLM agents run SQL and Python only under bubblewrap, unless --unsafe-sandbox: refuse before Prefect starts."""
+    from ehrbench.agents.config import parse_agents
+    from ehrbench.agents.sandbox import SandboxUnavailable, isolation
+
+    if not any(config.kind == "llm" for config in parse_agents(agents, agent_options)):
+        return
+    try:
+        isolation(allow_unsafe=unsafe)
+    except SandboxUnavailable as exc:
+        refuse(f"--agent: {exc}")
+
+
 def check_model_spec(spec: str, source: str) -> None:
     from ehrbench.llm.chat import ModelSpec
 
@@ -78,26 +89,25 @@ def check_model_spec(spec: str, source: str) -> None:
         refuse(f"{source}: {exc}")
 
 
-# Fields of BuildParameters (and its QuestionSettings, DqSettings) whose option is not --<field>.
-_OPTION_OF_FIELD = {"per_template": "--questions-per-template", "recipes": "--dq-recipes"}
+# Parameters whose option is not --<field> (BuildParameters with its QuestionSettings, DqSettings;
+# EvaluationParameters).
+_OPTION_OF_FIELD = {"per_template": "--questions-per-template", "recipes": "--dq-recipes",
+                    "concurrency_per_endpoint": "--concurrency", "suites": "--suite", "agents": "--agent",
+                    "bootstrap_replicates": "--bootstrap", "bootstrap_seed": "--seed"}
 
 
-def _validation_message(exc: ValidationError) -> str:
-    """pydantic's errors as `--option: expected ..., got ...`, joined on one line."""
-    problems = []
-    for error in exc.errors():
-        field = next((str(part) for part in reversed(error["loc"]) if isinstance(part, str)), "")
-        option = _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
-        message = error["msg"].removeprefix("Value error, ")
-        if message.startswith("Input should be "):
-            expected = message.removeprefix("Input should be ")
-            if expected.startswith(("greater", "less")):
-                expected = "a number " + expected
-            message = f"expected {expected}"
-        elif error["type"] == "string_pattern_mismatch":
-            message = f"expected a value matching {error['ctx']['pattern']}"
-        problems.append(f"{option}: {message}, got {error['input']!r}")
-    return "; ".join(problems)
+def option_name(loc: Loc) -> str:
+    """The command-line option of a parameter: its last named part as --kebab-case, unless renamed above."""
+    field = next((str(part) for part in reversed(loc) if isinstance(part, str)), "")
+    return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
+
+def checked(model: type[M], values: dict[str, Any]) -> M:
+    """`values` as `model`, or refused in one line naming the option, the value and its range."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        refuse(one_line(exc, model, option_name))
 
 
 def build_parameters(given: dict[str, Any]) -> BuildParameters:
@@ -110,7 +120,8 @@ def build_parameters(given: dict[str, Any]) -> BuildParameters:
     try:
         parameters = BuildParameters.from_environment(**given)
     except ValidationError as exc:
-        refuse(_validation_message(exc))
+        refuse(one_line(exc, BuildParameters, option_name))
+    _check_shifted_time(parameters)
     for field, variable in (("mimic_iv_dir", "EHRBENCH_MIMIC_IV_DIR"), ("eicu_dir", "EHRBENCH_EICU_DIR"),
                             ("ehrsql2024_dir", "EHRBENCH_EHRSQL2024_DIR")):
         path: Path | None = getattr(parameters, field)
@@ -132,3 +143,19 @@ def build_parameters(given: dict[str, Any]) -> BuildParameters:
     return parameters
 
 
+def _check_shifted_time(parameters: BuildParameters) -> None:
+    """'Now' of each time-shifted database must not lie before its first shifted year: dbt would keep no stay (the
+    flow refuses it too, but only after Prefect started)."""
+    from ehrbench.profiles import EHRSQL2024_DEFAULTS, EICU_PRESETS
+
+    eicu = EICU_PRESETS[parameters.eicu_preset]
+    for profile, defaults in (("ehrsql2024", EHRSQL2024_DEFAULTS), ("ehrsql_eicu", eicu)):
+        now = parameters.current_time or defaults["current_time"]
+        start_year = parameters.start_year or defaults["start_year"]
+        if int(now[:4]) >= start_year:
+            continue
+        if parameters.current_time:
+            refuse(f"--current-time {now!r}: must not lie before the first shifted year {start_year} "
+                   f"(--start-year{'' if parameters.start_year else ', default'} {start_year})")
+        refuse(f"--start-year {start_year}: must not lie after {now}, 'now' of the {profile} database by default; "
+               "give a later --current-time")

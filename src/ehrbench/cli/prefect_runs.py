@@ -14,6 +14,9 @@ from ehrbench.errors import EhrbenchError
 # Prefect gives its temporary server 20 s to come up; a nightly build beside a test run needed more.
 EPHEMERAL_STARTUP_TIMEOUT_S = 120
 _EPHEMERAL_TIMEOUT_MESSAGE = "Timed out while attempting to connect to ephemeral Prefect API server"
+# Concurrency leases on disk (PREFECT_HOME/concurrency_leases) instead of the server's memory: the lease of a killed
+# evaluation outlives its temporary server, so the resumed run can revoke it (flows/endpoint_slots.py).
+LEASE_STORAGE = "prefect.server.concurrency.lease_storage.filesystem"
 
 
 def use_prefect(root: Path, *, verbose: bool = False) -> None:
@@ -25,6 +28,7 @@ def use_prefect(root: Path, *, verbose: bool = False) -> None:
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(EPHEMERAL_STARTUP_TIMEOUT_S))
+    os.environ.setdefault("PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE", LEASE_STORAGE)
     # No telemetry unless the user asks for it (the temporary server would otherwise announce and send it).
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

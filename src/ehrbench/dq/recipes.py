@@ -10,17 +10,22 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ehrbench.dq.injectors import INJECTORS
+from ehrbench.parameter_errors import one_line, path_with_positions
+from ehrbench.settings import SEED_MAX
 
 DEFAULT_RECIPES = Path(__file__).parent / "recipes" / "default.yaml"
+# Every task copies the extract and an auditor reads it whole: 10,000 patients is already a large audit (default 100).
+MAX_EXTRACT_PATIENTS = 10_000
 
 
 class Recipe(BaseModel):
     family: str
     subtypes: list[str] = Field(min_length=1)
     tables: list[str] | None = Field(None, description="Tables it may corrupt; default every table a sub-type can.")
-    patients: int | None = Field(None, ge=1, description="Patients in scope (a seeded sample); default all.")
+    patients: int | None = Field(None, ge=1, le=MAX_EXTRACT_PATIENTS,
+                                 description="Patients in scope (a seeded sample); default all.")
     count: int = Field(ge=1, le=1000, description="Errors of each sub-type.")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the recipe's draws.")
 
     @field_validator("family")
     @classmethod
@@ -59,7 +64,7 @@ class TaskRecipe(BaseModel):
 
 
 class ExtractSettings(BaseModel):
-    patients: int = Field(100, ge=1, description="Patients of the audit extract.")
+    patients: int = Field(100, ge=1, le=MAX_EXTRACT_PATIENTS, description="Patients of the audit extract.")
 
 
 class RecipeBook(BaseModel):
@@ -86,5 +91,5 @@ def load_recipes(path: Path | None = None) -> RecipeBook:
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not YAML: {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: invalid recipes: {problems}") from None
+        # named with positions (tasks.0.recipes.1.count): they say which task and recipe
+        raise ValueError(f"{path}: invalid recipes: {one_line(exc, RecipeBook, path_with_positions)}") from None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from ehrbench.evaluation.results import run_parts
+from ehrbench.evaluation.results import load_trials
 from ehrbench.metrics import (
     Outcome,
     RetrievalScore,
@@ -36,18 +36,14 @@ KEY_METRICS = {"ehrsql": ("RS(10)",), "dq": ("success_rate", "dq_recall", "dq_pr
 
 
 def read_trials(run_folder: Path) -> list[dict]:
-    parts = [str(p) for p in run_parts(run_folder)]
+    """The run's trials, one row per (agent, suite, task, trial): `load_trials`'s (a re-run's row, not the error it
+    replaced). A part older than retrieved_fhir_ids reads it as null: see _retrieval."""
     with duckdb.connect() as con:
-        columns = {name for (name, *_) in con.execute(
-            "describe select * from read_parquet(?, union_by_name = true)", [parts]).fetchall()}
-        retrieved = ("retrieved_fhir_ids" if "retrieved_fhir_ids" in columns
-                     else "null::varchar[] as retrieved_fhir_ids")  # parts older than the column: see _retrieval
+        load_trials(con, run_folder)
         cursor = con.execute(
             "select agent, suite, task_id, trial, status, coalesce(reward, 0) as reward, correct, is_answerable, "
-            f"abstained, retrieval_precision, retrieval_recall, {retrieved}, dq_recall, dq_precision, cost_usd, "
-            "latency_s, input_tokens, output_tokens from read_parquet(?, union_by_name = true) "
-            "order by agent, suite, task_id, trial",
-            [parts])
+            "abstained, retrieval_precision, retrieval_recall, retrieved_fhir_ids, dq_recall, dq_precision, "
+            "cost_usd, latency_s, input_tokens, output_tokens from trials order by agent, suite, task_id, trial")
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 

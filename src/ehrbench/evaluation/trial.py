@@ -27,7 +27,7 @@ def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts
               judge: AnswerJudge | None = None, raise_transient: bool = False) -> dict:
     """The result row of one trial (ehrbench.evaluation.results.TRIAL_SCHEMA). `judge` decides free-text answers
     (default: the normalised match, no model)."""
-    row = trial_row(agent.name, task, trial, build_id)
+    row = trial_row(agent.name, task, trial, build_id, getattr(agent, "sandbox", None))
     clock = time.perf_counter()
     try:
         answer = agent.run(task.view)
@@ -52,12 +52,12 @@ def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts
     return row
 
 
-def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str) -> dict:
+def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, sandbox: str | None = None) -> dict:
     """The identifying part of a trial's row (also the row of a trial that could not run at all)."""
     view = task.view
     return {"build_id": build_id, "suite": view.suite, "db": view.db, "task_id": view.task_id, "trial": trial,
             "agent": agent_name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
-            "started_at": datetime.now(UTC)}
+            "started_at": datetime.now(UTC), "sandbox": sandbox}
 
 
 def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, error: BaseException) -> dict:

@@ -15,7 +15,8 @@ from pathlib import Path
 import duckdb
 
 from ehrbench.dq.score import read_submission
-from ehrbench.evaluation.results import run_parts
+from ehrbench.evaluation import results
+from ehrbench.evaluation.results import load_trials, readable_parts
 from ehrbench.evaluation.tasks import SUITES
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.model import (
@@ -37,7 +38,8 @@ def newest_run(results_root: Path) -> str:
     runs = [p for p in Path(results_root).glob("run_id=*") if any(p.glob("part-*.parquet"))]
     if not runs:
         raise FileNotFoundError(f"{results_root}: no evaluation runs; run `ehrbench evaluate` first")
-    newest = max(runs, key=lambda p: max(part.stat().st_mtime for part in p.glob("part-*.parquet")))
+    # lstat: a FIFO or a dangling symlink named like a part is only looked at, never opened or followed
+    newest = max(runs, key=lambda p: max(part.lstat().st_mtime for part in p.glob("part-*.parquet")))
     return newest.name.removeprefix("run_id=")
 
 
@@ -49,10 +51,9 @@ def open_run(run_folder: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _use_run(con: duckdb.DuckDBPyConnection, run_folder: Path) -> None:
-    con.execute("create or replace temp table trials as select * from read_parquet(?, union_by_name = true)",
-                [[str(p) for p in run_parts(run_folder)]])
-    # parts written before the column existed: null, i.e. unknown (the aggregation and the task pages allow for it)
-    con.execute("alter table trials add column if not exists retrieved_fhir_ids varchar[]")
+    # one row per trial (a resumed run's re-run, not the error it replaced); columns a part predates are null, i.e.
+    # unknown (the aggregation and the task pages allow for it)
+    load_trials(con, run_folder)
 
 
 def trend_prefix(run_id: str) -> str | None:
@@ -211,14 +212,15 @@ def _matters(scale: str, was: float | None, now: float | None) -> bool:
 
 @cache
 def _aggregation_version() -> str:
-    """A fingerprint of the aggregation SQL: kept leaderboards of an older version are not reused."""
-    return hashlib.sha1(Path(aggregates.__file__).read_bytes()).hexdigest()
+    """A fingerprint of the aggregation SQL and of how the trials are read (`load_trials`): kept leaderboards of an
+    older version are not reused."""
+    return hashlib.sha1(b"".join(Path(module.__file__).read_bytes() for module in (aggregates, results))).hexdigest()
 
 
 def cached_leaderboard(run_folder: Path, bootstrap: Bootstrap) -> dict[str, list[LeaderboardRow]]:
     """An earlier run's leaderboard, kept beside its parts (`report-cache/`): a nightly report reads 30 of them.
     The key covers the parts (a resumed run has new ones), the bootstrap settings and this module's SQL."""
-    parts = run_parts(run_folder)
+    parts = readable_parts(run_folder)  # a bad part is named even when a kept leaderboard would do
     key = hashlib.sha1(json.dumps([[p.name, p.stat().st_size] for p in parts] + [
         asdict(bootstrap), _aggregation_version()]).encode()).hexdigest()[:16]
     cache = run_folder / "report-cache" / f"leaderboard-{key}.json"

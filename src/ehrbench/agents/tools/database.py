@@ -29,6 +29,7 @@ SAMPLE_ROWS = 3
 # The most distinct values value_similarity_search ranks; a column with more is ranked on its first ones (in value
 # order) and the answer says so.
 MAX_CANDIDATES = 500_000
+CANDIDATE_BYTES = 64 * 1024 * 1024  # room for them (the tool's own statement; agents' results stop at 8 MB)
 # execute_rows (the final answer's SQL) returns up to this many rows: answers are scored on all their rows.
 ANSWER_MAX_ROWS = 10_000
 
@@ -84,18 +85,19 @@ def sql_identifier(name: str) -> str:
 
 class DatabaseTools:
     """The EHR-ChatQA tools over `database` (a toolbox: `specs`, `call`). Use as a context manager: it opens one
-    SqlSandbox. `tools` chooses the tools offered (default all five); `max_rows` caps sql_execute's k."""
+    SqlSandbox (a confined worker process; `isolation` as ehrbench.agents.sandbox.isolation returns, default
+    bubblewrap). `tools` chooses the tools offered (default all five); `max_rows` caps sql_execute's k."""
 
     def __init__(self, database: Path, *, max_rows: int = 100, timeout_s: float = 10.0,
                  similarity: ValueSimilarity | None = None, tools: tuple[str, ...] = ALL_TOOLS,
-                 max_chars: int = DEFAULT_MAX_CHARS):
+                 max_chars: int = DEFAULT_MAX_CHARS, isolation: str | None = None):
         if unknown := [name for name in tools if name not in SPECS]:
             raise ValueError(f"unknown database tool(s) {unknown}; the tools are {list(SPECS)}")
         self.database = Path(database)
         self.max_rows = max_rows
         self.max_chars = max_chars
         self._similarity = similarity
-        self._sandbox = SqlSandbox(self.database, timeout_s=timeout_s, max_rows=max_rows)
+        self._sandbox = SqlSandbox(self.database, timeout_s=timeout_s, max_rows=max_rows, isolation=isolation)
         runners = {"table_search": self.table_search, "column_search": self.column_search,
                    "value_substring_search": self.value_substring_search,
                    "value_similarity_search": self.value_similarity_search, "sql_execute": self.sql_execute}
@@ -203,6 +205,8 @@ class DatabaseTools:
         lines = [f"{result.row_count_returned} row(s):" if not result.truncated
                  else f"the first {k} rows (the query returned more{'; k is capped at ' + str(k) if capped else ''}; "
                       "add WHERE filters, aggregate, or ORDER BY ... LIMIT to see what you need):", text]
+        if result.limits_note:  # before the rows: a long table is cut from its end
+            lines.insert(1, f"[{result.limits_note}: select fewer or shorter values (substr, aggregates)]")
         return truncated("\n".join(lines), self.max_chars,
                          "select fewer columns or rows (WHERE, LIMIT, aggregates) or lower k")
 
@@ -258,8 +262,9 @@ class DatabaseTools:
         key = (table, column)
         if key not in self._candidates:
             result = self._run(f"SELECT stored_value FROM {self._distinct_text(table, column)} "
-                               f"ORDER BY stored_value LIMIT {MAX_CANDIDATES + 1}", MAX_CANDIDATES)
-            self._candidates[key] = ([row[0] for row in result.rows], result.truncated)
+                               f"ORDER BY stored_value LIMIT {MAX_CANDIDATES + 1}", MAX_CANDIDATES,
+                               max_bytes=CANDIDATE_BYTES)
+            self._candidates[key] = ([row[0] for row in result.rows], result.truncated or result.bytes_capped)
         return self._candidates[key]
 
     def _value_similarity(self) -> ValueSimilarity:
@@ -267,11 +272,13 @@ class DatabaseTools:
             self._similarity = ValueSimilarity()
         return self._similarity
 
-    def _run(self, sql: str, max_rows: int | None) -> QueryResult:
-        """One statement through the sandbox with its own row cap (None: no practical cap, for the catalog)."""
-        previous = self._sandbox.max_rows
+    def _run(self, sql: str, max_rows: int | None, max_bytes: int | None = None) -> QueryResult:
+        """One statement through the sandbox with its own row cap (None: no practical cap, for the catalog) and,
+        for the tools' own statements, its own size cap."""
+        previous = self._sandbox.max_rows, self._sandbox.max_bytes
         self._sandbox.max_rows = max_rows if max_rows is not None else 1_000_000
+        self._sandbox.max_bytes = max_bytes or previous[1]
         try:
             return self._sandbox.execute(sql)
         finally:
-            self._sandbox.max_rows = previous
+            self._sandbox.max_rows, self._sandbox.max_bytes = previous

@@ -71,12 +71,13 @@ class FhirTools:
     its own SearchIndex unless given one; close it (or use a context manager) when it owns it."""
 
     def __init__(self, resources_db: Path, *, index: SearchIndex | None = None, variant: str = "code",
-                 max_chars: int = DEFAULT_MAX_CHARS, python_timeout_s: float = 10):
+                 max_chars: int = DEFAULT_MAX_CHARS, python_timeout_s: float = 10, isolation: str | None = None):
         if variant not in VARIANTS:
             raise ValueError(f"unknown FHIR tools variant {variant!r}; the variants are {list(VARIANTS)}")
         self.variant = variant
         self.max_chars = max_chars
         self.python_timeout_s = python_timeout_s
+        self.isolation = isolation  # of execute_python (ehrbench.agents.sandbox.isolation); None: bubblewrap
         self._owns_index = index is None
         self.index = index if index is not None else SearchIndex(Path(resources_db))
         runners = {"get_resources_by_patient": self.get_resources_by_patient, "get_resource": self.get_resource,
@@ -149,7 +150,7 @@ class FhirTools:
             raise ToolError("code is empty; send a Python program that prints its result")
         resources = "[" + ",".join(self._retrieved.values()) + "]"
         result = run_python(code, inputs={RESOURCES_FILE: resources}, timeout_s=self.python_timeout_s,
-                            cpu_s=max(1, int(self.python_timeout_s)))
+                            cpu_s=max(1, int(self.python_timeout_s)), isolation=self.isolation)
         lines = [f"exit status {result.exit_status} ({len(self._retrieved)} resources were in {RESOURCES_FILE})"]
         if result.killed_reason:
             lines.append(f"killed: {result.killed_reason}")
