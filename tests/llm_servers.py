@@ -1,10 +1,10 @@
 """Real local HTTP servers that play a language model from a script, for tests of code that calls models through
 the openai and google-genai SDKs (as vLLM, Ollama or a Gemini endpoint would answer).
 
-Each server answers each request with the next scripted `Reply`: text, tool calls, an HTTP error, after a delay,
-with given usage. It records every request (path and JSON body) so a test can assert what the client sent. When
-the script runs out it answers 500 — unless `forever(reply)` set a reply to repeat (e.g. a model that never stops
-calling tools) — so a test never hangs.
+Each server answers each request with the next scripted `Reply`: text, tool calls, an HTTP error, a raw body (a
+proxy's HTML page), after a delay, with given usage. It records every request (path and JSON body) so a test can
+assert what the client sent. When the script runs out it answers 500 — unless `forever(reply)` set a reply to repeat
+(e.g. a model that never stops calling tools) — so a test never hangs.
 
     with OpenAIServer() as server:
         server.tool_call("sql_execute", '{"query": "select 1"}')
@@ -36,6 +36,8 @@ class Reply:
     usage: tuple[int, int] | None = (10, 5)  # (input, output) tokens; None leaves usage out of the response
     finish_reason: str | None = None  # default: "tool_calls"/"STOP" depending on the reply
     headers: dict[str, str] = field(default_factory=dict)
+    raw: str | None = None  # sent as the whole body instead of the protocol's JSON (an HTML error page, say)
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class _ScriptedServer:
         if status == 429:
             headers = {"Retry-After": "0", "retry-after-ms": "20", **headers}
         return self.add(Reply(text=message, status=status, headers=headers))
+
+    def raw(self, body: str, content_type: str = "text/html", status: int = 200) -> Reply:
+        """A body that is not the protocol's JSON, e.g. a proxy's HTML error page or another API's JSON."""
+        return self.add(Reply(raw=body, content_type=content_type, status=status))
 
     def delay(self, seconds: float, then: Reply | None = None) -> Reply:
         """Answer only after `seconds` (to outlast a client's timeout), with `then` or a short text."""
@@ -132,15 +138,19 @@ class _ScriptedServer:
                 request = Request(path, body, {name.lower(): value for name, value in self.headers.items()})
                 reply, index = server._next(request)
                 time.sleep(reply.delay_s)
+                if reply.raw is not None:
+                    return self._send_bytes(reply.status, reply.raw.encode(), reply.content_type, reply.headers)
                 if reply.status != 200:
                     return self._send(reply.status, server.render_error(reply), reply.headers)
                 return self._send(200, server.render(reply, request, index), reply.headers)
 
             def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None):
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+            def _send_bytes(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None):
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)

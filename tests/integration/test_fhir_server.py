@@ -4,22 +4,19 @@ without FHIR resources."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
-import uvicorn
 from fhirpy import SyncFHIRClient
 from fhirpy.base.exceptions import OperationOutcome, ResourceNotFound
 from typer.testing import CliRunner
 
 from ehrbench.cli import app as cli
+from ehrbench.fhir.search import MAX_INTEGER, MAX_REPEATS, MAX_VALUES
 from ehrbench.fhir.server import create_app
-from tests.fhir_fakes import write_resources_db
+from tests.fhir_fakes import serving, write_resources_db
 
 from ..unit.test_fhir_search import LAB, sample_resources
 
@@ -34,20 +31,8 @@ CHART_CODE = "220045"  # obs-b2's and the extras'
 def base_url(tmp_path_factory):
     database = write_resources_db(tmp_path_factory.mktemp("build") / "fhir" / "resources.duckdb",
                                   sample_resources(extra_observations=EXTRA))
-    server = uvicorn.Server(uvicorn.Config(create_app(database), log_level="warning"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))  # the server takes the bound socket: no race for the port
-    port = sock.getsockname()[1]
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the FHIR server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with serving(create_app(database)) as url:
+        yield url
 
 
 @pytest.fixture
@@ -129,6 +114,23 @@ def test_bad_parameters_and_formats_are_400_naming_them(http):
     for accepted in ("json", "application/fhir+json", "application/json"):
         assert http.get("/Patient/pat-a", params={"_format": accepted}).status_code == 200
         assert http.get("/Patient", params={"_format": accepted}).status_code == 200
+
+
+def test_out_of_range_numbers_and_oversized_searches_are_400_naming_the_bound(http):
+    offset = http.get("/Observation", params={"_offset": "99999999999999999999999"})
+    assert offset.status_code == 400
+    assert _issue(offset) == {"severity": "error", "code": "invalid", "diagnostics": (
+        f"invalid _offset '99999999999999999999999': expected an integer from 0 to {MAX_INTEGER}")}
+    count = http.get("/Observation", params={"_count": "-3"})
+    assert count.status_code == 400 and "invalid _count '-3'" in _issue(count)["diagnostics"]
+    codes = http.get("/Observation", params={"code": ",".join(str(n) for n in range(MAX_VALUES + 1))})
+    assert codes.status_code == 400
+    assert _issue(codes)["diagnostics"].startswith(f"too many code values: {MAX_VALUES + 1}; at most {MAX_VALUES}")
+    dates = http.get("/Observation", params=[("date", "ge2180")] * (MAX_REPEATS + 1))
+    assert dates.status_code == 400
+    assert _issue(dates)["diagnostics"].startswith(f"too many date parameters: {MAX_REPEATS + 1}; at most")
+    last_page = http.get("/Observation", params={"_offset": str(MAX_INTEGER)}).json()  # in range: past the end
+    assert last_page["total"] == N_OBSERVATIONS and "entry" not in last_page
 
 
 def test_search_bundle_with_a_date_in_another_offset(http, base_url):

@@ -75,6 +75,7 @@ def test_an_unreadable_verdict_falls_back_to_the_match(server):
     judgement = _judge(server).judge(QUESTION, GOLD, PROSE)
     assert (judgement.correct, judgement.method, judgement.usage) == (False, "match", Usage(200, 9))
     assert "unreadable" in judgement.reason and "probably right" in judgement.reason
+    assert f"openai:scripted@{server.base_url}" in judgement.reason  # which endpoint answered so
 
 
 def test_a_verdict_without_a_boolean_falls_back_to_the_match(server):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ehrbench.llm.chat import ChatError
+from ehrbench.llm.chat import ChatError, OpenAIChat
 from ehrbench.llm.tools import (
     ChatTurn,
     GeminiToolChat,
@@ -135,6 +135,30 @@ def test_openai_timeout_raises_chat_error_naming_the_timeout(openai_server):
     assert len(openai_server.requests) == 2
 
 
+HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head>\n<body><h1>502 Bad Gateway</h1></body></html>"
+
+
+@pytest.mark.parametrize(("body", "content_type", "detail"), [
+    (HTML_PAGE, "text/html", "the reply is not JSON: '<html><head><title>502 Bad Gateway</title></head> <body>"),
+    ('{"error": "truncated', "application/json", "the reply is not valid JSON (Unterminated string"),
+    ('{"object": "list", "data": []}', "application/json", "the reply does not have the API's shape"),
+    ('{"choices": [{"index": 0, "message": {"content": 42}}]}', "application/json",
+     "the reply does not have the API's shape (TypeError: the message content is int, not text)"),
+])
+@pytest.mark.parametrize("client", ["tool chat", "chat"])
+def test_openai_unreadable_replies_are_chat_errors_naming_the_endpoint(openai_server, body, content_type, detail,
+                                                                       client):
+    openai_server.raw(body, content_type)
+    with pytest.raises(ChatError) as raised:
+        if client == "chat":
+            OpenAIChat("scripted-llama", base_url=openai_server.base_url, max_retries=0).complete(QUESTION,
+                                                                                                  temperature=0.0)
+        else:
+            _openai(openai_server).chat(QUESTION, TOOLS)
+    assert str(raised.value).startswith(f"openai:scripted-llama@{openai_server.base_url}: unreadable reply: {detail}")
+    assert not raised.value.transient and len(openai_server.requests) == 1
+
+
 def test_openai_missing_usage_counts_zero_and_a_tool_looping_model_keeps_answering(openai_server):
     openai_server.forever(Reply(tool_calls=(("table_search", "{}"),), usage=None))
     model = _openai(openai_server)
@@ -220,6 +244,16 @@ def test_gemini_timeout_raises_chat_error_naming_the_timeout(gemini_server):
     with pytest.raises(ChatError, match=r"gemini:gemini-2\.5-flash@.*timed out after 0\.5 s"):
         _gemini(gemini_server, timeout_s=0.5).chat(QUESTION, TOOLS)
     assert len(gemini_server.requests) == 2
+
+
+def test_gemini_html_reply_is_a_chat_error_naming_the_endpoint(gemini_server):
+    gemini_server.raw(HTML_PAGE)
+    with pytest.raises(ChatError) as raised:
+        _gemini(gemini_server).chat(QUESTION, TOOLS)
+    assert str(raised.value) == (
+        f"gemini:gemini-2.5-flash@{gemini_server.base_url}: unreadable reply: the reply is not valid JSON (Expecting "
+        "value at position 0): '<html><head><title>502 Bad Gateway</title></head> <body><h1>502 Bad Gateway</h1>"
+        "</body></html>'")
 
 
 def test_gemini_conversion_merges_tool_results_and_keeps_thought_signatures():

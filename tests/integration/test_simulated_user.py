@@ -121,6 +121,7 @@ def test_unreadable_verdict_accepts_the_draft(user_server, verifier_server):
     assert turn.text == "Hi, I need some cost information." and turn.reflections == 0
     note, said = user.transcript
     assert note["role"] == "verifier" and note["ok"] is True and "unreadable" in note["content"]
+    assert f"openai:verifier@{verifier_server.base_url}" in note["content"]
     assert said == {"role": "user", "content": "Hi, I need some cost information."}
 
 

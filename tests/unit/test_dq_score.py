@@ -1,6 +1,7 @@
 """The data-quality scorer on hand-made labels and submissions (values computed by hand in the comments)."""
 
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -9,7 +10,8 @@ from typer.testing import CliRunner
 
 from ehrbench.cli import app
 from ehrbench.dq.row_ids import row_id
-from ehrbench.dq.score import read_submission, score_task
+from ehrbench.dq.score import read_submission, score_task, submission_refusal
+from tests.bounded import finished_within
 
 # three injected errors: c1 (an impossible value, one row), c2 (a duplicate: the copy and its original as
 # evidence), c3 (a sex flip: the patient row and a sex-specific diagnosis as evidence)
@@ -117,3 +119,59 @@ def test_cli_prints_one_json_object_and_exits_0_even_for_a_bad_submission(task):
     assert set(json.loads(bad.stdout)) >= {"recall", "precision", "f1", "passed"}
     no_task = runner.invoke(app, ["dq", "score", str(task / "nope"), str(task / "missing.csv")])
     assert no_task.exit_code == 1 and "gold/labels.parquet" in no_task.output
+
+
+# --- bounds (issue 17) -------------------------------------------------------------------------------------------
+
+def sparse_file(path, size: int):
+    """A file of `size` bytes that takes no disk space (a hole)."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+def test_a_submission_over_the_size_limit_is_refused_unread(task):
+    path = sparse_file(task / "flagged_rows.csv", 300 * 2**20)
+    result = score_task(task, path)
+    assert (result.flagged_rows, result.recall, result.passed) == (0, 0.0, False)
+    assert result.submission_problem == (
+        f"refused submission {path}: 300.0 MiB is over the 64.0 MiB limit (flagging every row of a task's extract "
+        "takes about 8 MiB)")
+    assert submission_refusal(path) == result.submission_problem
+
+
+def test_the_size_limit_is_inclusive(task, monkeypatch):
+    text = "table,_row_id\nlabs,aaaa000000000001\n"
+    monkeypatch.setattr("ehrbench.dq.score.MAX_SUBMISSION_BYTES", len(text))
+    assert read_submission(submit(task, text)).rows == {("labs", "aaaa000000000001")}
+    refused = read_submission(submit(task, text + "\n"))
+    assert refused.rows == set() and "over the" in refused.problem
+
+
+def test_a_fifo_is_refused_without_being_opened(task):
+    fifo = task / "flagged_rows.csv"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer for ever
+    submission, elapsed = finished_within(10, read_submission, fifo)
+    assert submission.rows == set() and elapsed < 2
+    assert submission.problem == f"refused submission {fifo}: it is a FIFO, not a regular file (flagged_rows.csv)"
+
+
+def test_a_directory_or_device_is_refused(task, tmp_path):
+    assert read_submission(task).problem == (
+        f"refused submission {task}: it is a directory, not a regular file (flagged_rows.csv)")
+    device = tmp_path / "zeros.csv"
+    device.symlink_to("/dev/zero")  # endless: read whole, it would fill the memory
+    assert "it is a character device" in read_submission(device).problem
+
+
+def test_cli_refuses_an_oversized_submission_or_a_fifo_in_one_line(task):
+    runner = CliRunner()
+    big = sparse_file(task / "big.csv", 100 * 2**20)
+    result = runner.invoke(app, ["dq", "score", str(task), str(big)])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (f"ehrbench: error: refused submission {big}: 100.0 MiB is over the 64.0 MiB limit "
+                             "(flagging every row of a task's extract takes about 8 MiB)\n")
+    fifo = task / "pipe.csv"
+    os.mkfifo(fifo)
+    result, elapsed = finished_within(20, runner.invoke, app, ["dq", "score", str(task), str(fifo)])
+    assert result.exit_code == 2 and "it is a FIFO" in result.stderr and elapsed < 5

@@ -4,22 +4,30 @@ hand-made resources.duckdb whose dates sit on and around the bounds that matter.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 import pytest
 
 from ehrbench.fhir.search import (
     MAX_COUNT,
+    MAX_INTEGER,
+    MAX_PARAMETERS,
+    MAX_REPEATS,
+    MAX_VALUE_CHARS,
+    MAX_VALUES,
     Code,
     DateRange,
     SearchError,
     SearchIndex,
+    SearchTimeout,
     parse_date,
     parse_date_param,
     parse_search,
     search_parameters,
 )
-from tests.fhir_fakes import write_resources_db
+from tests.bounded import finished_within
+from tests.fhir_fakes import slow_down_searches, write_resources_db
 
 LAB = "http://mimic.mit.edu/fhir/mimic/CodeSystem/mimic-d-labitems"
 LOINC = "http://loinc.org"
@@ -112,7 +120,9 @@ def test_a_date_is_the_range_of_its_precision_in_local_wall_clock_time(text, lo,
 
 
 @pytest.mark.parametrize("text", ["2180-13", "2180-02-30", "2180-07-23T25:00", "23-07-2180", "2180-7-3", "",
-                                  "2180-07-23T10:00:00+4", "yesterday"])
+                                  "2180-07-23T10:00:00+4", "yesterday",
+                                  "9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00",  # past datetime's range
+                                  "\u0662\u0661\u0668\u0660"])  # digits of another script
 def test_an_invalid_date_is_a_search_error_naming_it(text):
     with pytest.raises(SearchError, match="invalid date"):
         parse_date(text)
@@ -155,6 +165,71 @@ def test_patient_references_paging_and_empty_values():
 def test_bad_search_input_is_a_clear_error(params, message):
     with pytest.raises(SearchError, match=message):
         parse_search("Observation", params)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("_offset", "99999999999999999999999"), ("_offset", str(MAX_INTEGER + 1)), ("_count", "-1"), ("_count", "-0"),
+    ("_count", "1e3"), ("_count", "0x10"), ("_count", "1_000"), ("_count", " 5"), ("_count", "+5"),
+    ("_count", "\u0663"), ("_offset", "9" * 5000), ("_count", "\x00"),
+])
+def test_numbers_out_of_range_name_the_parameter_value_and_range(name, value):
+    with pytest.raises(SearchError) as raised:
+        parse_search("Observation", [(name, value)])
+    message = str(raised.value)
+    assert message.startswith(f"invalid {name} '{value[:20]}")
+    assert message.endswith(f"expected an integer from 0 to {MAX_INTEGER}")
+    assert len(message) < 200  # a long value is cut, not echoed whole
+
+
+def test_numbers_at_the_bounds_are_accepted():
+    query = parse_search("Observation", [("_offset", str(MAX_INTEGER)), ("_count", str(MAX_INTEGER))])
+    assert (query.offset, query.count) == (MAX_INTEGER, MAX_COUNT)
+
+
+def _codes(n: int) -> str:
+    return ",".join(f"c{i}" for i in range(n))
+
+
+def test_values_of_one_parameter_are_capped_over_commas_and_repeats():
+    assert len(parse_search("Observation", [("code", _codes(MAX_VALUES))]).codes[0]) == MAX_VALUES
+    with pytest.raises(SearchError, match=re.escape(f"too many code values: {MAX_VALUES + 1}; at most {MAX_VALUES} "
+                                                    "per search (comma-separated and repeated together)")):
+        parse_search("Observation", [("code", _codes(MAX_VALUES)), ("code", "one-more")])
+    with pytest.raises(SearchError, match="too many code values: 20,000; at most"):
+        parse_search("Observation", [("code", ",".join("1" * 20_000))])
+    with pytest.raises(SearchError, match="too many patient/subject values"):
+        parse_search("Observation", [("patient", _codes(300)), ("subject", _codes(300))])
+    with pytest.raises(SearchError, match="too many _id values"):
+        parse_search("Patient", [("_id", _codes(MAX_VALUES + 1))])
+
+
+def test_repeats_of_one_parameter_and_parameters_per_search_are_capped():
+    dates = [("date", "ge2180")] * MAX_REPEATS
+    assert len(parse_search("Observation", dates).dates) == MAX_REPEATS
+    with pytest.raises(SearchError, match=re.escape(f"too many date parameters: 8,000; at most {MAX_REPEATS} per "
+                                                    "search (each one is ANDed)")):
+        parse_search("Observation", [("date", "ge2180")] * 8000)
+    with pytest.raises(SearchError, match="too many patient/subject parameters: 11"):
+        parse_search("Observation", [("patient", "pat-a")] * 6 + [("subject", "pat-a")] * 5)
+    with pytest.raises(SearchError, match=f"too many search parameters: {MAX_PARAMETERS + 1}; at most "
+                                          f"{MAX_PARAMETERS} per search"):
+        parse_search("Observation", [("_format", "json")] * (MAX_PARAMETERS + 1))
+
+
+def test_a_value_longer_than_the_cap_is_refused_without_being_echoed():
+    with pytest.raises(SearchError) as raised:
+        parse_search("Observation", [("patient", "p" * (MAX_VALUE_CHARS + 1))])
+    assert str(raised.value) == (f"patient value too long: {MAX_VALUE_CHARS + 1:,} characters; at most "
+                                 f"{MAX_VALUE_CHARS:,} per value")
+    with pytest.raises(SearchError) as raised:
+        parse_search("Observation", [("date", "2" * 50_000)])
+    assert "invalid date '222" in str(raised.value) and "(50,000 characters)" in str(raised.value)
+    assert len(str(raised.value)) < 300
+
+
+def test_values_of_only_commas_are_ignored_like_empty_ones():
+    query = parse_search("Observation", [("code", ",,,"), ("_id", ","), ("patient", ",")])
+    assert (query.codes, query.ids, query.patients) == ([], [], [])
 
 
 def test_search_parameters_follow_the_types_elements():
@@ -264,3 +339,20 @@ def test_read_and_fetch_return_the_stored_json(index):
     assert json.loads(index.read("Observation", "obs-a5"))["code"]["coding"][1]["code"] == "2823-3"
     assert index.read("Observation", "pat-a") is None  # ids are per type
     assert [json.loads(t)["id"] for t in index.resources("Patient", ["pat-b", "pat-a"])] == ["pat-b", "pat-a"]
+
+
+def test_values_of_only_commas_search_everything(index):
+    assert ids(index, "Observation", ("code", ",,,,"), ("_id", ",")) == ids(index, "Observation")
+
+
+def test_a_search_past_the_timeout_is_stopped_and_the_index_still_answers(tmp_path):
+    index = SearchIndex(write_resources_db(tmp_path / "resources.duckdb", sample_resources()), timeout_s=0.5)
+    slow_down_searches(index)
+    try:
+        outcome, elapsed = finished_within(20, index.search, parse_search("Observation", [("patient", "pat-a")]))
+        assert isinstance(outcome, SearchTimeout) and isinstance(outcome, SearchError)
+        assert str(outcome).startswith("the search exceeded 0.5 s and was stopped; narrow the search")
+        assert 0.4 < elapsed < 5
+        assert json.loads(index.read("Patient", "pat-a"))["id"] == "pat-a"  # other statements run as before
+    finally:
+        index.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ehrbench.llm.chat import endpoint_name
 from ehrbench.llm.tools import ChatTurn, ToolChatModel, Usage
 from ehrbench.llm.verdicts import verdict
 
@@ -235,7 +236,8 @@ class SimulatedUser:
         found = verdict(turn.text, "ok")
         if found is None:
             self.transcript.append({"role": "verifier", "ok": True, "draft": draft,
-                                    "content": f"unreadable verifier answer, draft accepted: {turn.text!r}"})
+                                    "content": f"unreadable verifier answer from {endpoint_name(self.verifier)}, "
+                                               f"draft accepted: {turn.text!r}"})
             return True, "", turn.usage
         ok, answer = found
         feedback = str(answer.get("feedback") or "").strip()
@@ -252,7 +254,8 @@ def validate_conversation(model: ToolChatModel, instruction: str, conversation: 
                       temperature=0.0)
     found = verdict(turn.text, "valid")
     if found is None:
-        return Validation(True, f"the validator answer was unreadable, conversation kept: {turn.text!r}", turn.usage)
+        return Validation(True, f"the validator answer from {endpoint_name(model)} was unreadable, conversation "
+                                f"kept: {turn.text!r}", turn.usage)
     valid, answer = found
     return Validation(valid, str(answer.get("reason") or "").strip(), turn.usage)
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ehrbench.cli.checks import EXIT_FAILED, DataDir, err, fail
+from ehrbench.cli.checks import EXIT_FAILED, DataDir, err, fail, refuse
 from ehrbench.errors import EhrbenchError
 from ehrbench.settings import DataLayout, default_data_dir
 
@@ -86,11 +86,15 @@ def dq_score(
     flagged_rows: Annotated[Path, typer.Argument(help="The auditor's flagged_rows.csv (table,_row_id).")],
 ) -> None:
     """Score flagged rows against a task's hidden labels; prints one JSON object. A bad submission scores as
-    empty (exit 0, reason in `submission_problem`); a task folder without labels is an error (exit 1)."""
+    empty (exit 0, reason in `submission_problem`); a task folder without labels is an error (exit 1); a submission
+    that is not a regular file or over the size limit is refused unopened (exit 2)."""
     import json
 
-    from ehrbench.dq.score import score_task
+    from ehrbench.dq.score import score_task, submission_refusal
 
+    refusal = submission_refusal(flagged_rows)
+    if refusal:
+        refuse(refusal)
     try:
         result = score_task(task_dir, flagged_rows)
     except (FileNotFoundError, ValueError) as exc:

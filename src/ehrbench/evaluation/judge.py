@@ -14,6 +14,7 @@ import ast
 import json
 from dataclasses import dataclass
 
+from ehrbench.llm.chat import endpoint_name
 from ehrbench.llm.tools import ToolChatModel, Usage
 from ehrbench.llm.verdicts import verdict
 from ehrbench.metrics.answers import answer_matches
@@ -79,7 +80,8 @@ class AnswerJudge:
         found = verdict(turn.text, "correct")
         if found is None:
             # the rules already said no; the tokens were spent all the same
-            return Judgement(False, f"unreadable judge reply, fell back to the normalised match: {turn.text!r}",
+            return Judgement(False, f"unreadable judge reply from {endpoint_name(self.model)}, fell back to the "
+                                    f"normalised match: {turn.text!r}",
                              turn.usage, "match")
         correct, answer = found
         return Judgement(correct, str(answer.get("reason") or "").strip(), turn.usage, "llm")

@@ -10,6 +10,10 @@ Every date is a half-open range [lo, hi) given by its precision (a day, a second
 start's lo to its end's hi, open on a missing side. Prefixes follow FHIR R4 (search.html#prefix):
 eq/ne: the search range (does not) fully contain(s) the resource's; gt/lt: the resource's range reaches after/before
 the search range; ge/le: gt/lt or eq. Resources without a date never match a `date` parameter.
+
+Bounds (issue 17): every number is range-checked, a search holds at most MAX_PARAMETERS parameters, MAX_REPEATS
+repeats and MAX_VALUES values of one parameter (so the SQL stays small), and the index stops any statement after
+its timeout (SearchTimeout): a search is answered or refused within seconds, never left running.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,6 +33,18 @@ import duckdb
 LOCAL_OFFSET = timedelta(hours=-4)
 DEFAULT_COUNT = 50
 MAX_COUNT = 1000
+# _count and _offset: above any build's resource count (the full MIMIC-IV has a few hundred million), far inside
+# DuckDB's BIGINT, whose overflow was a 500.
+MAX_INTEGER = 1_000_000_000
+# Per search. A question needs a few codes, patients or ids and two dates (a range); a cohort search may list a
+# few hundred codes. Beyond these the SQL itself gets slow to plan (8,000 dates took 77 s, 20,000 codes > 60 s).
+MAX_PARAMETERS = 100  # (name, value) pairs
+MAX_REPEATS = 10  # ANDed repeats of one parameter; dates cannot be ORed, so this is also the dates per search
+MAX_VALUES = 500  # values of one parameter, comma-separated and repeated together
+MAX_VALUE_CHARS = 100_000  # one value (500 codes with their system URLs take about 40,000)
+# Any one statement of a search (count and page, the page's resources, a read). An indexed search of the full
+# MIMIC-IV takes a few seconds at most; clients time out after a minute or so.
+DEFAULT_TIMEOUT_S = 30.0
 FORMATS = ("json", "application/json", "application/fhir+json")
 
 # The element(s) holding a type's date for `date=`: the alternatives of a choice element in order, each a dateTime
@@ -50,6 +68,15 @@ _PREFIXES = ("eq", "ne", "gt", "lt", "ge", "le")
 
 class SearchError(ValueError):
     """A search the server rejects (HTTP 400); the message is the OperationOutcome's diagnostics."""
+
+
+class SearchTimeout(SearchError):
+    """A search stopped after the index's timeout (HTTP 503): valid, but too costly to answer."""
+
+
+def _shown(value: str, limit: int = 60) -> str:
+    """A user's value as quoted in a message: long ones cut, so an error never echoes megabytes back."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value):,} characters)"
 
 
 def search_parameters(resource_type: str) -> list[str]:
@@ -98,7 +125,7 @@ class SearchQuery:
 
 
 _DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?"
-                   r"(Z|[+-]\d{2}:\d{2})?)?)?)?")
+                   r"(Z|[+-]\d{2}:\d{2})?)?)?)?", re.ASCII)
 
 
 def parse_date(text: str) -> DateRange:
@@ -106,8 +133,8 @@ def parse_date(text: str) -> DateRange:
     read as '+' (an unencoded '+' in a query string arrives as a space)."""
     match = _DATE.fullmatch(text.replace(" ", "+"))
     if not match:
-        raise SearchError(f"invalid date '{text}': expected YYYY, YYYY-MM, YYYY-MM-DD or YYYY-MM-DDThh:mm[:ss[.f]]"
-                          "[Z|+hh:mm|-hh:mm]")
+        raise SearchError(f"invalid date '{_shown(text)}': expected YYYY, YYYY-MM, YYYY-MM-DD or "
+                          "YYYY-MM-DDThh:mm[:ss[.f]][Z|+hh:mm|-hh:mm]")
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
         lo = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
@@ -128,15 +155,16 @@ def parse_date(text: str) -> DateRange:
             hi = lo.replace(year=lo.year + 1, month=1) if lo.month == 12 else lo.replace(month=lo.month + 1)
         else:
             hi = lo.replace(year=lo.year + 1)
-    except ValueError as exc:  # month 13, February 30, hour 25, ...
-        raise SearchError(f"invalid date '{text}': {exc}") from None
+    except (ValueError, OverflowError) as exc:  # month 13, February 30, hour 25, year 9999 at +14:00, ...
+        raise SearchError(f"invalid date '{_shown(text)}': {exc}") from None
     return DateRange(lo, hi)
 
 
 def parse_date_param(value: str) -> DateParam:
     prefix = value[:2] if value[:2].isalpha() else "eq"
     if prefix not in _PREFIXES:
-        raise SearchError(f"unsupported date prefix '{value[:2]}' in '{value}'; supported: {', '.join(_PREFIXES)}")
+        raise SearchError(f"unsupported date prefix '{value[:2]}' in '{_shown(value)}'; supported: "
+                          f"{', '.join(_PREFIXES)}")
     return DateParam(prefix, parse_date(value[2:] if value[:2].isalpha() else value))
 
 
@@ -162,25 +190,28 @@ def _patient_id(reference: str) -> str | None:
     return tail if head == "Patient" or head.endswith("/Patient") else None
 
 
-def _integer(name: str, value: str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise SearchError(f"invalid {name} '{value}': expected an integer >= {minimum}") from None
-    if number < minimum:
-        raise SearchError(f"invalid {name} '{value}': expected an integer >= {minimum}")
+_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII digits only: int() also takes '1_000', ' 5' and other scripts' digits
+
+
+def _integer(name: str, value: str, minimum: int, maximum: int) -> int:
+    number = int(value) if _DIGITS.fullmatch(value) else None
+    if number is None or not minimum <= number <= maximum:
+        raise SearchError(f"invalid {name} '{_shown(value)}': expected an integer from {minimum} to {maximum}")
     return number
 
 
 def check_format(params: list[tuple[str, str]]) -> None:
     for name, value in params:
         if name == "_format" and value not in FORMATS:
-            raise SearchError(f"unsupported _format '{value}': this server answers JSON only ({', '.join(FORMATS)})")
+            raise SearchError(f"unsupported _format '{_shown(value)}': this server answers JSON only "
+                              f"({', '.join(FORMATS)})")
 
 
 def parse_search(resource_type: str, params: list[tuple[str, str]]) -> SearchQuery:
     """A search from the query string's (name, value) pairs, strictly: an unknown parameter is an error. Repeated
-    parameters are ANDed, comma-separated values ORed; empty values are ignored (FHIR)."""
+    parameters are ANDed, comma-separated values ORed; empty values are ignored (FHIR). Searches beyond the bounds
+    (MAX_PARAMETERS, MAX_REPEATS, MAX_VALUES, MAX_VALUE_CHARS) are refused, naming the bound."""
+    check_size(params)
     check_format(params)
     allowed = search_parameters(resource_type)
     query = SearchQuery(resource_type)
@@ -190,32 +221,67 @@ def parse_search(resource_type: str, params: list[tuple[str, str]]) -> SearchQue
             continue
         if name in ("_total", "_totalMethod"):  # every Bundle carries the exact total; fhirpy's count() asks so
             if name == "_total" and value not in ("", "none", "estimate", "accurate"):
-                raise SearchError(f"invalid _total '{value}': expected none, estimate or accurate")
+                raise SearchError(f"invalid _total '{_shown(value)}': expected none, estimate or accurate")
             continue
         if name not in allowed and name != "_offset":
-            raise SearchError(f"unknown search parameter '{name}' for {resource_type}; supported: "
+            raise SearchError(f"unknown search parameter '{_shown(name)}' for {resource_type}; supported: "
                               f"{', '.join(allowed)} (and _format, _total)")
-        if value == "":
+        if value == "" or (name not in ("date", "_count", "_offset") and not _split_or(value)):  # '' or only commas
             continue
         if name in ("_count", "_offset"):
             if name in seen:
                 raise SearchError(f"{name} given more than once")
             if name == "_count":  # more than MAX_COUNT is served as pages of MAX_COUNT (FHIR lets servers do so)
-                query.count = min(_integer(name, value, 0), MAX_COUNT)
+                query.count = min(_integer(name, value, 0, MAX_INTEGER), MAX_COUNT)
             else:
-                query.offset = _integer(name, value, 0)
+                query.offset = _integer(name, value, 0, MAX_INTEGER)
         elif name in ("patient", "subject"):
-            query.patients.append([_patient_id(v) for v in _split_or(value)])
+            query.patients.append([_patient_id(v) for v in _or_values(name, value, query.patients)])
         elif name == "code":
-            query.codes.append([parse_code(v) for v in _split_or(value)])
+            query.codes.append([parse_code(v) for v in _or_values(name, value, query.codes)])
         elif name == "date":
             if len(_split_or(value)) > 1:
-                raise SearchError(f"invalid date '{value}': ORed dates are not supported; repeat date= to AND them")
+                raise SearchError(f"invalid date '{_shown(value)}': ORed dates are not supported; repeat date= to "
+                                  "AND them")
             query.dates.append(parse_date_param(value))
         elif name == "_id":
-            query.ids.append(_split_or(value))
+            query.ids.append(_or_values(name, value, query.ids))
         seen.add(name)
     return query
+
+
+def _label(name: str) -> str:
+    """A parameter's name in bound messages: patient and subject are one parameter."""
+    return "patient/subject" if name in ("patient", "subject") else name
+
+
+_REPEATABLE = {"patient/subject", "code", "date", "_id"}
+
+
+def check_size(params: list[tuple[str, str]]) -> None:
+    """Refuse a search too big to read, before any parsing: a parameter repeated more than MAX_REPEATS times, more
+    than MAX_PARAMETERS parameters, or a value longer than MAX_VALUE_CHARS."""
+    for label, repeats in Counter(_label(name) for name, _ in params).items():
+        if label in _REPEATABLE and repeats > MAX_REPEATS:
+            raise SearchError(f"too many {label} parameters: {repeats:,}; at most {MAX_REPEATS} per search "
+                              "(each one is ANDed)")
+    if len(params) > MAX_PARAMETERS:
+        raise SearchError(f"too many search parameters: {len(params):,}; at most {MAX_PARAMETERS} per search")
+    for name, value in params:
+        if len(value) > MAX_VALUE_CHARS:
+            raise SearchError(f"{_shown(name)} value too long: {len(value):,} characters; at most "
+                              f"{MAX_VALUE_CHARS:,} per value")
+
+
+def _or_values(name: str, value: str, groups: list[list]) -> list[str]:
+    """The ORed values of one more `name` parameter, refused before any is parsed when with the `groups` parsed
+    so far they exceed MAX_VALUES."""
+    values = _split_or(value)
+    total = len(values) + sum(len(group) for group in groups)
+    if total > MAX_VALUES:
+        raise SearchError(f"too many {_label(name)} values: {total:,}; at most {MAX_VALUES} per search "
+                          "(comma-separated and repeated together)")
+    return values
 
 
 def query_string(query: SearchQuery, params: list[tuple[str, str]], offset: int) -> str:
@@ -299,9 +365,11 @@ class SearchResult:
 
 class SearchIndex:
     """The build's resources with, per resource, its type, id, patient, codes and date range, in an in-memory
-    DuckDB that also attaches the resources file read-only. Safe across threads: every call uses its own cursor."""
+    DuckDB that also attaches the resources file read-only. Safe across threads: every call uses its own cursor.
+    Every call is one statement, interrupted after `timeout_s` (SearchTimeout)."""
 
-    def __init__(self, resources_db: Path):
+    def __init__(self, resources_db: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.timeout_s = timeout_s
         self._con = duckdb.connect(":memory:")
         self._lock = threading.Lock()  # cursor() on a shared connection is not documented as thread-safe
         self._con.execute("set enable_progress_bar = false")
@@ -364,28 +432,57 @@ class SearchIndex:
         self._con.close()
 
     def read(self, resource_type: str, resource_id: str) -> str | None:
-        with self.cursor() as cur:
-            row = cur.execute("select resource::varchar from src.resources where resource_type = ? and id = ?",
-                              [resource_type, resource_id]).fetchone()
-        return row[0] if row else None
+        rows = self._fetch("select resource::varchar from src.resources where resource_type = ? and id = ?",
+                           [resource_type, resource_id], f"reading {resource_type}/{_shown(resource_id)}", "")
+        return rows[0][0] if rows else None
 
     def search(self, query: SearchQuery) -> SearchResult:
+        # One statement for the total and the page: an interrupt between two statements would be lost.
         where, args = _where(query)
-        with self.cursor() as cur:
-            total = cur.execute(f"select count(*) from idx where {where}", args).fetchone()[0]
-            ids = [i for (i,) in cur.execute(f"select id from idx where {where} order by rid limit ? offset ?",
-                                             [*args, query.count, query.offset]).fetchall()] if query.count else []
-        return SearchResult(total, ids)
+        page = f"select rid, id from idx where {where} order by rid limit ? offset ?"
+        ((total, ids),) = self._fetch(
+            f"select (select count(*) from idx where {where}), (select list(id order by rid) from ({page}))",
+            [*args, *args, query.count, query.offset], "the search",
+            "; narrow the search (patient, code, date) or lower _count")
+        return SearchResult(total, ids or [])
 
     def resources(self, resource_type: str, ids: list[str]) -> list[str]:
         """The resources' JSON texts in the order of `ids`."""
         if not ids:
             return []
-        with self.cursor() as cur:
-            rows = dict(cur.execute(
-                "select id, resource::varchar from src.resources where resource_type = ? and id in "
-                "(select unnest(?::varchar[]))", [resource_type, ids]).fetchall())
+        rows = dict(self._fetch("select id, resource::varchar from src.resources where resource_type = ? and id in "
+                                "(select unnest(?::varchar[]))", [resource_type, ids],
+                                f"reading the page's {len(ids)} {resource_type} resources", "; lower _count"))
         return [rows[i] for i in ids]
+
+    def _fetch(self, sql: str, args: list, what: str, advice: str) -> list[tuple]:
+        """The rows of one statement on its own cursor, interrupted once timeout_s has passed."""
+        with self.cursor() as cur, _interrupted_after(self.timeout_s, cur) as deadline:
+            try:
+                return cur.execute(sql, args).fetchall()
+            except duckdb.InterruptException:
+                if deadline.is_set():
+                    raise SearchTimeout(f"{what} exceeded {self.timeout_s:g} s and was stopped{advice}") from None
+                raise
+
+
+@contextmanager
+def _interrupted_after(timeout_s: float, cursor: duckdb.DuckDBPyConnection):
+    """Interrupt the cursor's statement once timeout_s has passed (DuckDB has no statement timeout of its own);
+    yields an Event set when it did."""
+    fired = threading.Event()
+
+    def interrupt() -> None:
+        fired.set()
+        cursor.interrupt()
+
+    timer = threading.Timer(timeout_s, interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
 
 
 _DATE_SQL = {

@@ -1,5 +1,6 @@
 """A read-only FHIR R4 REST endpoint (JSON) over one build's `fhir/resources.duckdb`: capabilities, read and search
-(parameters and date semantics in ehrbench.fhir.search)."""
+(parameters, date semantics and bounds in ehrbench.fhir.search). Every error is an OperationOutcome: a bad or
+oversized search 400, a search that runs past the timeout 503; nothing answers with a traceback."""
 
 from __future__ import annotations
 
@@ -12,10 +13,19 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
-from ehrbench.fhir.search import SearchError, SearchIndex, check_format, parse_search, query_string, search_parameters
+from ehrbench.fhir.search import (
+    DEFAULT_TIMEOUT_S,
+    SearchError,
+    SearchIndex,
+    SearchTimeout,
+    check_format,
+    parse_search,
+    query_string,
+    search_parameters,
+)
 
 FHIR_JSON = "application/fhir+json"
-_ISSUE_CODES = {400: "invalid", 404: "not-found", 405: "not-supported"}
+_ISSUE_CODES = {400: "invalid", 404: "not-found", 405: "not-supported", 503: "timeout"}
 
 
 def fhir_response(body: dict, status_code: int = 200) -> Response:
@@ -50,9 +60,10 @@ _PARAMETER_TYPES = {"patient": "reference", "subject": "reference", "code": "tok
                     "_count": "number"}
 
 
-def create_app(resources_db: Path) -> FastAPI:
-    """The app over one resources file; its search index is built here, before the app serves."""
-    index = SearchIndex(resources_db)
+def create_app(resources_db: Path, *, search_timeout_s: float = DEFAULT_TIMEOUT_S) -> FastAPI:
+    """The app over one resources file; its search index is built here, before the app serves. A statement of a
+    search or read is stopped after `search_timeout_s` (a 503); other requests are served meanwhile."""
+    index = SearchIndex(resources_db, timeout_s=search_timeout_s)
     # R4 requires a date; the build's is when its resources were written.
     built = datetime.fromtimestamp(resources_db.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -74,7 +85,11 @@ def create_app(resources_db: Path) -> FastAPI:
 
     @app.exception_handler(SearchError)
     async def search_error(_: Request, exc: SearchError) -> Response:
-        return operation_outcome(400, str(exc))
+        return operation_outcome(503 if isinstance(exc, SearchTimeout) else 400, str(exc))
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, _: Exception) -> Response:  # Starlette still logs the traceback
+        return operation_outcome(500, f"internal error answering {request.url.path}; the server log has the details")
 
     @app.middleware("http")
     async def read_only(request: Request, call_next):  # before routing, so that any path answers 405, not 404

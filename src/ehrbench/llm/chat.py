@@ -3,15 +3,18 @@ server) and a Gemini client, chosen by a model spec such as `openai:llama3@http:
 
 Messages use OpenAI's shape ({"role": "system" | "user" | "assistant", "content": text}); the Gemini client maps
 them to its own. Clients retry rate limits, server errors and timeouts themselves (see `_client`); what still fails
-is raised as `ChatError`.
+is raised as `ChatError`, and so is a reply that is not the API's JSON (an HTML error page from a proxy, another
+API's body): every ChatError names the endpoint (model and base URL).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ehrbench.errors import EhrbenchError
 
@@ -25,6 +28,7 @@ SPEC_FORM = "openai:<model>, openai:<model>@<base_url> or gemini:<model>"
 # Local OpenAI-compatible servers ignore the key, but the SDK refuses to start without one.
 PLACEHOLDER_API_KEY = "not-needed"
 _SPEC = re.compile(r"^(?P<provider>[a-z]+):(?P<model>[^@\s]+?)(?:@(?P<base_url>https?://\S+))?$")
+_T = TypeVar("_T")
 
 
 class ChatError(EhrbenchError):
@@ -81,6 +85,44 @@ class ModelSpec:
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
 
+def endpoint_name(model: Any) -> str:
+    """A model client's spec with its endpoint, e.g. `openai:llama3@http://localhost:8000/v1`, for messages."""
+    return str(ModelSpec(model.provider, model.model, getattr(model, "base_url", None)))
+
+
+def unreadable_reply(endpoint: str, reply: object, exc: Exception) -> ChatError:
+    """The ChatError of a reply that is not the API's JSON, naming the endpoint and what came instead."""
+    if isinstance(exc, json.JSONDecodeError):  # the SDK parses a body declared as JSON
+        detail = f"the reply is not valid JSON ({exc.msg} at position {exc.pos}): {_excerpt(exc.doc)}"
+    elif isinstance(reply, str):  # the openai SDK hands back a body that is not JSON as text
+        detail = f"the reply is not JSON: {_excerpt(reply)}"
+    else:
+        detail = f"the reply does not have the API's shape ({type(exc).__name__}: {exc})"
+    return ChatError(f"{endpoint}: unreadable reply: {detail}")
+
+
+def read_reply(endpoint: str, reply: Any, read: Callable[[Any], _T]) -> _T:
+    """read(reply), or unreadable_reply when the reply is not what the API sends: the openai SDK does not validate
+    replies, so an HTML page or another API's JSON only fails here, as AttributeError, TypeError and the like."""
+    try:
+        return read(reply)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+        raise unreadable_reply(endpoint, reply, exc) from exc
+
+
+def message_text(message: Any) -> str | None:
+    """A chat message's text content; a TypeError for anything else (a reply of the wrong shape)."""
+    content = message.content
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"the message content is {type(content).__name__}, not text")
+    return content
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "...")
+
+
 class _OpenAIEndpoint:
     """A model on an OpenAI-compatible endpoint, with its SDK client."""
 
@@ -91,6 +133,9 @@ class _OpenAIEndpoint:
         self.model = model
         self.base_url = base_url
         self._client = _client(base_url, api_key, timeout_s, max_retries)
+
+    def _name(self) -> str:
+        return endpoint_name(self)
 
 
 class OpenAIChat(_OpenAIEndpoint):
@@ -103,8 +148,11 @@ class OpenAIChat(_OpenAIEndpoint):
             response = self._client.chat.completions.create(model=self.model, messages=messages,
                                                             temperature=temperature, **extra)
         except _openai().OpenAIError as exc:
-            raise ChatError(f"{ModelSpec(self.provider, self.model, self.base_url)}: {exc}") from exc
-        return [choice.message.content or "" for choice in sorted(response.choices, key=lambda c: c.index)]
+            raise ChatError(f"{self._name()}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise unreadable_reply(self._name(), None, exc) from exc
+        return read_reply(self._name(), response, lambda reply: [
+            message_text(choice.message) or "" for choice in sorted(reply.choices, key=lambda c: c.index)])
 
 
 class OpenAIEmbeddings(_OpenAIEndpoint):
@@ -116,8 +164,11 @@ class OpenAIEmbeddings(_OpenAIEndpoint):
         try:
             response = self._client.embeddings.create(model=self.model, input=texts)
         except _openai().OpenAIError as exc:
-            raise ChatError(f"{ModelSpec(self.provider, self.model, self.base_url)}: {exc}") from exc
-        return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+            raise ChatError(f"{self._name()}: {exc}") from exc
+        except (AttributeError, ValueError) as exc:  # the SDK reads the embeddings' reply within create()
+            raise unreadable_reply(self._name(), None, exc) from exc
+        return read_reply(self._name(), response, lambda reply: [
+            item.embedding for item in sorted(reply.data, key=lambda item: item.index)])
 
 
 class GeminiChat:
@@ -158,7 +209,10 @@ class GeminiChat:
                             f"{exc!r}") from exc
         except httpx_errors("TransportError") as exc:
             raise ChatError(f"gemini:{self.model}: {exc!r}") from exc
-        return [_text(candidate) for candidate in response.candidates or []]
+        except json.JSONDecodeError as exc:  # google-genai parses every body as JSON
+            raise unreadable_reply(f"gemini:{self.model}", None, exc) from exc
+        return read_reply(f"gemini:{self.model}", response,
+                          lambda reply: [_text(candidate) for candidate in reply.candidates or []])
 
 
 def httpx_errors(name: str) -> tuple[type[Exception], ...]:

@@ -23,7 +23,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from ehrbench.llm.chat import ChatError, ModelSpec, _openai, _OpenAIEndpoint, httpx_errors
+from ehrbench.llm.chat import (
+    ChatError,
+    ModelSpec,
+    _openai,
+    _OpenAIEndpoint,
+    endpoint_name,
+    httpx_errors,
+    message_text,
+    read_reply,
+    unreadable_reply,
+)
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types
@@ -163,18 +173,21 @@ class OpenAIToolChat(_OpenAIEndpoint):
             raise ChatError(f"{self._name()}: timed out after {self.timeout_s} s on every attempt: {exc}") from exc
         except openai.OpenAIError as exc:
             raise ChatError(f"{self._name()}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise unreadable_reply(self._name(), None, exc) from exc
         latency = time.perf_counter() - start
-        if not response.choices:
-            raise ChatError(f"{self._name()}: the response holds no choices")
-        choice = min(response.choices, key=lambda c: c.index)
-        calls = [_openai_call(raw, index, tools) for index, raw in enumerate(choice.message.tool_calls or [])]
-        usage = response.usage
-        return ChatTurn(text=choice.message.content, tool_calls=calls,
-                        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
-                        finish_reason=choice.finish_reason, latency_s=latency)
+        return read_reply(self._name(), response, lambda reply: _openai_turn(reply, tools, latency))
 
-    def _name(self) -> str:
-        return str(ModelSpec(self.provider, self.model, self.base_url))
+
+def _openai_turn(response: Any, tools: list[ToolSpec], latency_s: float) -> ChatTurn:
+    if not response.choices:
+        raise ValueError("it holds no choices")
+    choice = min(response.choices, key=lambda c: c.index)
+    calls = [_openai_call(raw, index, tools) for index, raw in enumerate(choice.message.tool_calls or [])]
+    usage = response.usage
+    return ChatTurn(text=message_text(choice.message), tool_calls=calls,
+                    usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage(),
+                    finish_reason=choice.finish_reason, latency_s=latency_s)
 
 
 def _openai_call(raw: Any, index: int, tools: list[ToolSpec]) -> ToolCall:
@@ -233,11 +246,14 @@ class GeminiToolChat:
         except httpx_errors("TransportError") as exc:
             raise ChatError(f"{self._name()}: {exc!r}") from exc
         except pydantic.ValidationError as exc:  # a body the SDK cannot read (not something Gemini itself sends)
-            raise ChatError(f"{self._name()}: unreadable response: {exc}") from exc
-        return gemini_turn(response, tools, time.perf_counter() - start)
+            raise ChatError(f"{self._name()}: unreadable reply: {exc}") from exc
+        except json.JSONDecodeError as exc:  # google-genai parses every body as JSON (an HTML page too)
+            raise unreadable_reply(self._name(), None, exc) from exc
+        latency = time.perf_counter() - start
+        return read_reply(self._name(), response, lambda reply: gemini_turn(reply, tools, latency))
 
     def _name(self) -> str:
-        return f"gemini:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        return endpoint_name(self)
 
 
 def gemini_tool(tools: list[ToolSpec]) -> genai_types.Tool:
