@@ -14,7 +14,7 @@ from fhirpy.base.exceptions import OperationOutcome, ResourceNotFound
 from typer.testing import CliRunner
 
 from ehrbench.cli import app as cli
-from ehrbench.fhir.search import MAX_INTEGER, MAX_REPEATS, MAX_VALUES
+from ehrbench.fhir.search_params import MAX_INTEGER, MAX_REPEATS, MAX_VALUES
 from ehrbench.fhir.server import create_app
 from tests.fhir_fakes import serving, write_resources_db
 

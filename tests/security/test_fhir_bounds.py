@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from ehrbench.agents.tools import FhirTools
-from ehrbench.fhir.search import MAX_INTEGER, MAX_REPEATS, MAX_VALUES, SearchIndex
+from ehrbench.fhir.search import SearchIndex
+from ehrbench.fhir.search_params import MAX_INTEGER, MAX_REPEATS, MAX_VALUES
 from ehrbench.fhir.server import create_app
 from ehrbench.llm.tools import ToolCall
 from tests.bounded import finished_within

@@ -13,7 +13,8 @@ import pytest
 
 from ehrbench.agents.sandbox import SqlError
 from ehrbench.agents.tools import DatabaseTools, FhirTools, ValueSimilarity
-from ehrbench.fhir.search import SearchIndex, parse_search
+from ehrbench.fhir.search import SearchIndex
+from ehrbench.fhir.search_params import parse_search
 from ehrbench.llm.tools import ToolCall
 from tests.fhir_fakes import write_resources_db
 

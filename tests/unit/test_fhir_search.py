@@ -9,7 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from ehrbench.fhir.search import (
+from ehrbench.fhir.search import SearchIndex
+from ehrbench.fhir.search_params import (
     MAX_COUNT,
     MAX_INTEGER,
     MAX_PARAMETERS,
@@ -19,7 +20,6 @@ from ehrbench.fhir.search import (
     Code,
     DateRange,
     SearchError,
-    SearchIndex,
     SearchTimeout,
     parse_date,
     parse_date_param,

@@ -15,35 +15,14 @@ from pathlib import Path
 
 import duckdb
 
-from ehrbench.fhir.search_params import (  # noqa: F401 - the parsing names are part of this module's interface
-    CODED_TYPES,
+from ehrbench.fhir.search_params import (
     DATE_ELEMENTS,
-    DEFAULT_COUNT,
     DEFAULT_TIMEOUT_S,
-    FORMATS,
     LOCAL_OFFSET,
-    MAX_COUNT,
-    MAX_INTEGER,
-    MAX_PARAMETERS,
-    MAX_REPEATS,
-    MAX_VALUE_CHARS,
-    MAX_VALUES,
-    WITHOUT_PATIENT,
-    Code,
     DateParam,
-    DateRange,
-    SearchError,
     SearchQuery,
     SearchTimeout,
-    _shown,
-    check_format,
-    check_size,
-    parse_code,
-    parse_date,
-    parse_date_param,
-    parse_search,
-    query_string,
-    search_parameters,
+    shown_value,
 )
 
 _CODING = [{"system": "VARCHAR", "code": "VARCHAR"}]
@@ -187,7 +166,7 @@ class SearchIndex:
 
     def read(self, resource_type: str, resource_id: str) -> str | None:
         rows = self._fetch("select resource::varchar from src.resources where resource_type = ? and id = ?",
-                           [resource_type, resource_id], f"reading {resource_type}/{_shown(resource_id)}", "")
+                           [resource_type, resource_id], f"reading {resource_type}/{shown_value(resource_id)}", "")
         return rows[0][0] if rows else None
 
     def search(self, query: SearchQuery) -> SearchResult:

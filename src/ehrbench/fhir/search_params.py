@@ -66,7 +66,7 @@ class SearchTimeout(SearchError):
     """A search stopped after the index's timeout (HTTP 503): valid, but too costly to answer."""
 
 
-def _shown(value: str, limit: int = 60) -> str:
+def shown_value(value: str, limit: int = 60) -> str:
     """A user's value as quoted in a message: long ones cut, so an error never echoes megabytes back."""
     return value if len(value) <= limit else f"{value[:limit]}... ({len(value):,} characters)"
 
@@ -125,7 +125,7 @@ def parse_date(text: str) -> DateRange:
     read as '+' (an unencoded '+' in a query string arrives as a space)."""
     match = _DATE.fullmatch(text.replace(" ", "+"))
     if not match:
-        raise SearchError(f"invalid date '{_shown(text)}': expected YYYY, YYYY-MM, YYYY-MM-DD or "
+        raise SearchError(f"invalid date '{shown_value(text)}': expected YYYY, YYYY-MM, YYYY-MM-DD or "
                           "YYYY-MM-DDThh:mm[:ss[.f]][Z|+hh:mm|-hh:mm]")
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
@@ -148,14 +148,14 @@ def parse_date(text: str) -> DateRange:
         else:
             hi = lo.replace(year=lo.year + 1)
     except (ValueError, OverflowError) as exc:  # month 13, February 30, hour 25, year 9999 at +14:00, ...
-        raise SearchError(f"invalid date '{_shown(text)}': {exc}") from None
+        raise SearchError(f"invalid date '{shown_value(text)}': {exc}") from None
     return DateRange(lo, hi)
 
 
 def parse_date_param(value: str) -> DateParam:
     prefix = value[:2] if value[:2].isalpha() else "eq"
     if prefix not in _PREFIXES:
-        raise SearchError(f"unsupported date prefix '{value[:2]}' in '{_shown(value)}'; supported: "
+        raise SearchError(f"unsupported date prefix '{value[:2]}' in '{shown_value(value)}'; supported: "
                           f"{', '.join(_PREFIXES)}")
     return DateParam(prefix, parse_date(value[2:] if value[:2].isalpha() else value))
 
@@ -188,14 +188,14 @@ _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII digits only: int() also takes '1_0
 def _integer(name: str, value: str, minimum: int, maximum: int) -> int:
     number = int(value) if _DIGITS.fullmatch(value) else None
     if number is None or not minimum <= number <= maximum:
-        raise SearchError(f"invalid {name} '{_shown(value)}': expected an integer from {minimum} to {maximum}")
+        raise SearchError(f"invalid {name} '{shown_value(value)}': expected an integer from {minimum} to {maximum}")
     return number
 
 
 def check_format(params: list[tuple[str, str]]) -> None:
     for name, value in params:
         if name == "_format" and value not in FORMATS:
-            raise SearchError(f"unsupported _format '{_shown(value)}': this server answers JSON only "
+            raise SearchError(f"unsupported _format '{shown_value(value)}': this server answers JSON only "
                               f"({', '.join(FORMATS)})")
 
 
@@ -213,10 +213,10 @@ def parse_search(resource_type: str, params: list[tuple[str, str]]) -> SearchQue
             continue
         if name in ("_total", "_totalMethod"):  # every Bundle carries the exact total; fhirpy's count() asks so
             if name == "_total" and value not in ("", "none", "estimate", "accurate"):
-                raise SearchError(f"invalid _total '{_shown(value)}': expected none, estimate or accurate")
+                raise SearchError(f"invalid _total '{shown_value(value)}': expected none, estimate or accurate")
             continue
         if name not in allowed and name != "_offset":
-            raise SearchError(f"unknown search parameter '{_shown(name)}' for {resource_type}; supported: "
+            raise SearchError(f"unknown search parameter '{shown_value(name)}' for {resource_type}; supported: "
                               f"{', '.join(allowed)} (and _format, _total)")
         if value == "" or (name not in ("date", "_count", "_offset") and not _split_or(value)):  # '' or only commas
             continue
@@ -233,7 +233,7 @@ def parse_search(resource_type: str, params: list[tuple[str, str]]) -> SearchQue
             query.codes.append([parse_code(v) for v in _or_values(name, value, query.codes)])
         elif name == "date":
             if len(_split_or(value)) > 1:
-                raise SearchError(f"invalid date '{_shown(value)}': ORed dates are not supported; repeat date= to "
+                raise SearchError(f"invalid date '{shown_value(value)}': ORed dates are not supported; repeat date= to "
                                   "AND them")
             query.dates.append(parse_date_param(value))
         elif name == "_id":
@@ -261,7 +261,7 @@ def check_size(params: list[tuple[str, str]]) -> None:
         raise SearchError(f"too many search parameters: {len(params):,}; at most {MAX_PARAMETERS} per search")
     for name, value in params:
         if len(value) > MAX_VALUE_CHARS:
-            raise SearchError(f"{_shown(name)} value too long: {len(value):,} characters; at most "
+            raise SearchError(f"{shown_value(name)} value too long: {len(value):,} characters; at most "
                               f"{MAX_VALUE_CHARS:,} per value")
 
 

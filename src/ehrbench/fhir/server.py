@@ -13,10 +13,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
-from ehrbench.fhir.search import (
+from ehrbench.fhir.search import SearchIndex
+from ehrbench.fhir.search_params import (
     DEFAULT_TIMEOUT_S,
     SearchError,
-    SearchIndex,
     SearchTimeout,
     check_format,
     parse_search,

@@ -14,8 +14,9 @@ from urllib.parse import parse_qsl, urlencode
 
 from ehrbench.agents.sandbox import run_python
 from ehrbench.agents.tools.base import DEFAULT_MAX_CHARS, Tool, ToolError, dispatch, truncated
-from ehrbench.fhir.search import WITHOUT_PATIENT, SearchError, SearchIndex, parse_search
-from ehrbench.fhir.search import query_string as page_query_string
+from ehrbench.fhir.search import SearchIndex
+from ehrbench.fhir.search_params import WITHOUT_PATIENT, SearchError, parse_search
+from ehrbench.fhir.search_params import query_string as page_query_string
 from ehrbench.llm.tools import ToolCall, ToolSpec
 
 # The most resources one get_resources_by_patient call returns (a patient's Observations can run to thousands).
