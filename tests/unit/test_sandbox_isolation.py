@@ -110,3 +110,14 @@ def test_the_worker_stops_at_the_row_and_byte_caps(tmp_path: Path):
     assert [row[0] for row in by_rows["rows"]] == list(range(10)) and by_rows["more_rows"]
     assert len(by_bytes["rows"]) == 10 and by_bytes["bytes_capped"]  # each row is 1,004 bytes of JSON
     assert two == {"ok": False, "kind": "statements", "error": "2"}
+
+
+def test_confined_python_has_single_threaded_math_and_none_of_the_evaluators_environment(monkeypatch):
+    """Inside bubblewrap the environment is cleared: the thread-pool settings must be set again there, or numpy's
+    BLAS would start a thread per core against the process limit."""
+    from ehrbench.agents.sandbox import run_python
+
+    monkeypatch.setenv("EHRBENCH_TEST_SECRET_KEY", "sk-not-for-agents")
+    result = run_python("import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'),"
+                        " 'EHRBENCH_TEST_SECRET_KEY' in os.environ)")
+    assert result.stdout == "1 1 False\n", result.stderr

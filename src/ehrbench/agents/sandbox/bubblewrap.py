@@ -75,11 +75,11 @@ def isolation(allow_unsafe: bool) -> str:
 
 
 def confined_argv(argv: Sequence[str], *, view: Mapping[str, Path], scratch_mb: int = 64,
-                  scratch_files: Mapping[str, Path] | None = None) -> list[str]:
+                  scratch_files: Mapping[str, Path] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
     """The bwrap command line that runs `argv` confined, in the writable scratch folder /tmp. `view` maps names to
     host files or folders, each bound read-only at /view/<name>; `scratch_files` are bound read-only into /tmp
-    (inputs the program finds in its working folder). argv[0] must be the Python of this environment (it is bound
-    with its libraries)."""
+    (inputs the program finds in its working folder); `env` is its whole environment besides PATH, LANG, HOME and
+    TMPDIR. argv[0] must be the Python of this environment (it is bound with its libraries)."""
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
     root = os.geteuid() == 0
@@ -97,6 +97,8 @@ def confined_argv(argv: Sequence[str], *, view: Mapping[str, Path], scratch_mb: 
         args += ["--ro-bind", str(path), f"{SCRATCH_DIR}/{name}"]
     args += ["--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", SCRATCH_DIR,
              "--setenv", "TMPDIR", SCRATCH_DIR, "--chdir", SCRATCH_DIR]
+    for name, value in sorted((env or {}).items()):
+        args += ["--setenv", name, value]
     if root:
         args += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs", "--"]

@@ -67,11 +67,11 @@ def run_python(code: str, *, inputs: dict[str, str | bytes] | None = None, timeo
                   "packages": sorted(audit_hook.ALLOWED_PACKAGES), "blocked": sorted(audit_hook.BLOCKED_MODULES),
                   "denied_events": sorted(audit_hook.DENIED_EVENTS)}
         argv = [sys.executable, "-I", "-B", "-u", "-c", audit_hook.BOOTSTRAP, json.dumps(config)]
+        single_threaded = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # pools would hit the process limit
         if confined:
-            argv = bubblewrap.confined_argv(argv, view={}, scratch_mb=max_file_mb,
+            argv = bubblewrap.confined_argv(argv, view={}, scratch_mb=max_file_mb, env=single_threaded,
                                             scratch_files={p.name: p for p in work.iterdir()})
-        env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(work), "TMPDIR": str(work),
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # thread pools would hit the process limit
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(work), "TMPDIR": str(work), **single_threaded}
         with (root / "stdout").open("wb") as stdout, (root / "stderr").open("wb") as stderr:
             process = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                                        stderr=stderr, start_new_session=True, close_fds=True)
