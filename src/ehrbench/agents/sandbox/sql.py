@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import selectors
@@ -217,7 +218,7 @@ class _Worker:
         config = {"engine": key.engine, "memory_limit": key.memory_limit, "threads": key.threads,
                   "limits": {"RLIMIT_AS": [WORKER_MEMORY_MB * mb] * 2, "RLIMIT_FSIZE": [0, 0],
                              "RLIMIT_CORE": [0, 0], "RLIMIT_NOFILE": [64, 64]}}
-        source = Path(sql_worker.__file__).read_text(encoding="utf-8")
+        source = _worker_source()
         name = Path(key.path).name  # DuckDB names its catalog after the file: keep the name
         if key.isolation == "bubblewrap":
             config["path"] = f"{bubblewrap.VIEW_DIR}/{name}"
@@ -288,6 +289,12 @@ class _Worker:
             self.process.wait(timeout=5)
         with contextlib.suppress(OSError):
             self.process.stdout.close()
+
+
+@functools.cache
+def _worker_source() -> str:
+    """sql_worker.py's text: it runs as `python -c` inside the sandbox, where ehrbench is not installed."""
+    return Path(sql_worker.__file__).read_text(encoding="utf-8")
 
 
 class _Pool:
