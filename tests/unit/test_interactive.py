@@ -15,14 +15,12 @@ import pytest
 
 from ehrbench.questions.generate import GenerationSettings, generate_questions
 from ehrbench.questions.interactive import (
-    _DRUG_SHAPES,
     DRUG_SOURCES,
     AlternativeLab,
     BrandGeneric,
     DrugClass,
     LayTerm,
     LayTerms,
-    _AdaptCase,
     adapt_sql,
     adapt_tasks,
     chatqa_export,
@@ -30,6 +28,7 @@ from ehrbench.questions.interactive import (
     incre_tasks,
     load_lay_terms,
 )
+from ehrbench.questions.interactive.adapt_cases import _DRUG_SHAPES, _AdaptCase
 from ehrbench.questions.templates import Template
 from ehrbench.renaming import SchemaRename, TableRename
 
