@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ehrbench.reports.model import Estimate, Metric, ReportData
-from ehrbench.reports.site import format_interval, format_value
+from ehrbench.reports.site_format import format_interval, format_value
 
 
 def formatted(estimate: Estimate, metric: Metric) -> str:
