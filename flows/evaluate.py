@@ -109,6 +109,7 @@ def evaluate_agents(
     build_id = json.loads((build_dir / "manifest.json").read_text())["build_id"]
     tasks = load_tasks(build_dir, tuple(suites), limit, seed)
     store = ResultStore(layout.results, run_id or run_prefix + _scheduled_time().strftime("%Y%m%dT%H%M%SZ"))
+    set_aside_before = _files_in(store.quarantine)
     recovered = store.recover()  # rows a killed run of this id spilled
     if recovered:
         logger.info("recovered the trials an interrupted run finished into %s", recovered.name)
@@ -124,6 +125,9 @@ def evaluate_agents(
     agent_objects = make_agents(configs, {task.key: task.gold for task in tasks}, secret_api_keys(configs),
                                 sandbox=sandbox)
     completed = store.completed()
+    if set_aside := sorted(_files_in(store.quarantine) - set_aside_before):  # in the run's own log, not only Python's
+        logger.warning("moved %d unreadable result file(s) to %s; their trials run again: %s", len(set_aside),
+                       store.quarantine, ", ".join(set_aside))
     pending = [(agent, task, trial) for agent in agent_objects for task in tasks
                for trial in range(trials) if (agent.name, *task.key, trial) not in completed]
     announce(f"run {store.run_id} on build {build_id}: {_count(len(agent_objects), 'agent')} × "
@@ -175,6 +179,10 @@ def _summary_markdown(store: ResultStore, build_id: str, agents: list[Agent], ta
         f"- dashboard: not rendered; `make report RUN_ID={store.run_id}`",
         "", "## Artifacts", *[f"- [{key}]({artifact_url(key)})" for key in keys],
         "", "## Next", f"- `uv run ehrbench metrics --run-id {store.run_id}`", ""])
+
+
+def _files_in(folder: Path) -> set[str]:
+    return {path.name for path in folder.iterdir()} if folder.is_dir() else set()
 
 
 def _count(n: int, noun: str) -> str:

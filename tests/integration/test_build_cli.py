@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -705,8 +706,20 @@ def test_a_dashboard_stage_the_api_keeps_refusing_leaves_complete_results_and_a_
     assert trials == (6, "completed")  # 3 ehrsql + 3 dq tasks, one trial each
 
     monkeypatch.setattr(evaluate_flow, "render_report", render)
-    evaluate_agents(**run)
+    planted = data_dir / "results" / "run_id=dashboard-refused" / "part-00099-deadbeef.parquet"
+    os.mkfifo(planted)  # a FIFO named like a part: the resume must set it aside, not hang on it
+    warnings: list[str] = []  # the flow run's own log (Prefect's logging setup leaves caplog's handler out)
+    keep = logging.Handler(logging.WARNING)
+    keep.emit = lambda record: warnings.append(record.getMessage())
+    run_log = logging.getLogger("prefect.flow_runs")
+    run_log.addHandler(keep)
+    try:
+        evaluate_agents(**run)
+    finally:
+        run_log.removeHandler(keep)
     assert duckdb.sql(f"select count(*) from read_parquet('{parts}')").fetchone()[0] == 6  # nothing ran again
+    assert not planted.exists() and (planted.parent / "quarantine" / planted.name).is_fifo()
+    assert any("moved 1 unreadable result file(s)" in line and planted.name in line for line in warnings), warnings
     assert "dashboard-refused" in (tmp_path / "site" / "index.html").read_text()
 
 
