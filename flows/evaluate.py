@@ -35,20 +35,20 @@ from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ehrbench.agents.base import Agent
 from ehrbench.agents.baselines import make_agents
 from ehrbench.agents.config import BASELINES, AgentConfig, parse_agents
 from ehrbench.agents.sandbox import isolation
 from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
-from ehrbench.evaluation.tasks import SUITES, EvalTask, load_tasks
+from ehrbench.evaluation.tasks import load_tasks
 from ehrbench.evaluation.trial import TransientTrialError, failed_trial_row, run_trial
 from ehrbench.llm.tools import tool_chat_model
 from ehrbench.parameter_errors import one_line_errors
 from ehrbench.progress import TrialCount, report_trials
 from ehrbench.reports.compare import compare_runs, comparison_markdown, previous_run
 from ehrbench.settings import DataLayout, EvaluationParameters, default_data_dir
+from ehrbench.tasks import SUITES, Agent, EvalTask
 from flows.endpoint_slots import RunLeases, held_slots
 from flows.prefect_api import (
     announce,

@@ -139,7 +139,7 @@ class EvaluationParameters(BaseModel):
     @field_validator("suites")
     @classmethod
     def _known_suites_once(cls, suites: list[str]) -> list[str]:
-        from ehrbench.evaluation.tasks import SUITES
+        from ehrbench.tasks import SUITES
 
         unknown = [suite for suite in suites if suite not in SUITES]
         if unknown:

@@ -20,10 +20,10 @@ from ehrbench.agents.config import parse_agent
 from ehrbench.agents.llm_agent import LlmAgent, extract_sql, load_audit_tables
 from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
 from ehrbench.dq.tasks import LABEL_SCHEMA
-from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView
 from ehrbench.evaluation.trial import TransientTrialError, run_trial
 from ehrbench.llm.chat import ChatError
 from ehrbench.llm.tools import tool_chat_model
+from ehrbench.tasks import EvalTask, Gold, TaskView
 from tests.fhir_fakes import write_resources_db
 from tests.llm_servers import OpenAIServer, Reply, Request
 

@@ -24,8 +24,8 @@ import pytest
 from ehrbench.agents.config import parse_agent
 from ehrbench.agents.llm_agent import LlmAgent
 from ehrbench.dq.score import read_submission
-from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView
 from ehrbench.evaluation.trial import run_trial
+from ehrbench.tasks import EvalTask, Gold, TaskView
 from tests.bounded import finished_within
 from tests.llm_servers import OpenAIServer
 

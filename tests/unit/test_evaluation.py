@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ehrbench.agents.base import AgentAnswer
 from ehrbench.agents.baselines import AbstainAgent, OracleAgent
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import TRIAL_SCHEMA, ResultStore
-from ehrbench.evaluation.tasks import EvalTask, Gold, TaskView, load_tasks
+from ehrbench.evaluation.tasks import load_tasks
 from ehrbench.evaluation.trial import run_trial
+from ehrbench.tasks import AgentAnswer, EvalTask, Gold, TaskView
 
 QUESTION_COLUMNS = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
                     "gold_sql_duckdb", "fhir_ids", "slot_values"]

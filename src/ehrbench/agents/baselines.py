@@ -7,9 +7,8 @@ from collections.abc import Mapping
 
 import pyarrow.parquet as pq
 
-from ehrbench.agents.base import Agent, AgentAnswer
 from ehrbench.agents.config import AgentConfig
-from ehrbench.evaluation.tasks import Gold, TaskView
+from ehrbench.tasks import Agent, AgentAnswer, Gold, TaskView
 
 
 class OracleAgent:

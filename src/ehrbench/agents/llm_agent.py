@@ -28,7 +28,6 @@ from pathlib import Path
 
 import duckdb
 
-from ehrbench.agents.base import AgentAnswer
 from ehrbench.agents.config import AgentConfig
 from ehrbench.agents.react import Finisher, LoopOutcome, react_loop
 from ehrbench.agents.sandbox import SqlError, SqlSandbox
@@ -36,12 +35,12 @@ from ehrbench.agents.simulated_user import SimulatedUser, validate_conversation
 from ehrbench.agents.tools.database import DatabaseTools
 from ehrbench.agents.tools.fhir import FhirTools
 from ehrbench.agents.tools.similarity import ValueSimilarity
-from ehrbench.evaluation.tasks import TaskView
 from ehrbench.fhir.search import SearchIndex
 from ehrbench.llm.chat import embedding_model
 from ehrbench.llm.tools import ToolCall, ToolChatModel, ToolSpec, Usage, cost_usd, tool_chat_model
 from ehrbench.questions.generate import plain_cell
 from ehrbench.questions.interactive import LayTerms, load_lay_terms
+from ehrbench.tasks import AgentAnswer, TaskView
 
 ANSWER_ROWS = 100  # EHRSQL-2024 compares the first 100 rows
 AUDIT_FLAG_CAP = 100_000  # rows one flag_rows query may flag

@@ -154,7 +154,7 @@ def evaluate(
 ) -> None:
     """Run the evaluate-agents flow; prints the run's results folder (then see `ehrbench metrics`)."""
     from ehrbench.agents.config import BASELINES, parse_agents, parse_options
-    from ehrbench.evaluation.tasks import SUITES
+    from ehrbench.tasks import SUITES
 
     root = data_root(data_dir)
     try:

@@ -1,11 +1,11 @@
-"""The tasks of a build's suites, split into what an agent sees (`TaskView`) and the gold it is scored against
-(`Gold`). Suites: `ehrsql` and `chatqa` (questions over a database), `fhir` (questions over the FHIR resources, with
-resource-id ground truth), `dq` (data-quality audits: the task folder's instruction and data)."""
+"""Loading the tasks of a build's suites (the types are ehrbench.tasks'), split into what an agent sees (`TaskView`)
+and the gold it is scored against (`Gold`). Suites: `ehrsql` and `chatqa` (questions over a database), `fhir`
+(questions over the FHIR resources, with resource-id ground truth), `dq` (data-quality audits: the task folder's
+instruction and data)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,42 +14,7 @@ from ehrbench.fhir.ids import resource_id
 from ehrbench.profiles import BenchmarkDatabase
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.seeding import keyed_rng
-
-SUITES = ("ehrsql", "chatqa", "fhir", "dq")
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """Everything an agent may read about a task; no gold."""
-
-    suite: str
-    task_id: str
-    db: str | None
-    instruction: str  # the question; for chatqa the simulated user's instruction, which the agent never sees
-    context: str | None = None  # e.g. "Assume the current time is …"
-    database: Path | None = None  # the agent-facing database file (SQL suites)
-    data_dir: Path | None = None  # the agent-visible data folder (dq)
-    fhir_resources: Path | None = None  # the FHIR resources database (fhir)
-    patient_fhir_id: str | None = None  # the Patient resource a fhir question is about (FHIR-AgentBench gives it)
-
-
-@dataclass(frozen=True)
-class Gold:
-    is_answerable: bool = True
-    answer_text: str | None = None  # the EHRSQL-2024 answer string of the gold rows
-    sql: str | None = None
-    fhir_ids: tuple[str, ...] = ()
-    dq_task_dir: Path | None = None  # holds gold/labels.parquet
-
-
-@dataclass(frozen=True)
-class EvalTask:
-    view: TaskView
-    gold: Gold = field(repr=False)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.view.suite, self.view.task_id
+from ehrbench.tasks import SUITES, EvalTask, Gold, TaskView
 
 
 def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | None = None,

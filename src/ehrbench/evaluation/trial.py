@@ -10,13 +10,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ehrbench.agents.base import Agent, AgentAnswer
 from ehrbench.dq.score import score_task
 from ehrbench.ehrsql.scoring import answers_match, format_answer
 from ehrbench.evaluation.judge import AnswerJudge
-from ehrbench.evaluation.tasks import EvalTask
 from ehrbench.llm.chat import ChatError
 from ehrbench.metrics.retrieval import retrieval_score
+from ehrbench.tasks import Agent, AgentAnswer, EvalTask
 
 
 class TransientTrialError(RuntimeError):

@@ -17,7 +17,6 @@ import duckdb
 from ehrbench.dq.score import read_submission
 from ehrbench.evaluation import results
 from ehrbench.evaluation.results import load_trials, readable_parts
-from ehrbench.evaluation.tasks import SUITES
 from ehrbench.reports import aggregates, catalog
 from ehrbench.reports.model import (
     Bootstrap,
@@ -28,6 +27,7 @@ from ehrbench.reports.model import (
     TrendPoint,
     TrialDetail,
 )
+from ehrbench.tasks import SUITES
 
 RUN_TIME = re.compile(r"\d{8}T\d{6}Z$")  # the UTC time evaluate-agents appends to a run prefix
 MAX_TREND_RUNS = 30

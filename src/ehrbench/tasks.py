@@ -1,0 +1,76 @@
+"""The types every stage of an evaluation shares, at the bottom of the package: the suites, what an agent sees of a
+task (TaskView), the gold it is scored against (Gold), a task (EvalTask), an agent's answer (AgentAnswer) and the
+interface the harness calls (Agent). Questions, agents, evaluation and reports import them; this module imports
+nothing of ehrbench, so none of them has to import another to agree on a task (tests/unit/test_import_layers.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+SUITES = ("ehrsql", "chatqa", "fhir", "dq")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """Everything an agent may read about a task; no gold."""
+
+    suite: str
+    task_id: str
+    db: str | None
+    instruction: str  # the question; for chatqa the simulated user's instruction, which the agent never sees
+    context: str | None = None  # e.g. "Assume the current time is …"
+    database: Path | None = None  # the agent-facing database file (SQL suites)
+    data_dir: Path | None = None  # the agent-visible data folder (dq)
+    fhir_resources: Path | None = None  # the FHIR resources database (fhir)
+    patient_fhir_id: str | None = None  # the Patient resource a fhir question is about (FHIR-AgentBench gives it)
+
+
+@dataclass(frozen=True)
+class Gold:
+    is_answerable: bool = True
+    answer_text: str | None = None  # the EHRSQL-2024 answer string of the gold rows
+    sql: str | None = None
+    fhir_ids: tuple[str, ...] = ()
+    dq_task_dir: Path | None = None  # holds gold/labels.parquet
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    view: TaskView
+    gold: Gold = field(repr=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.view.suite, self.view.task_id
+
+
+@dataclass
+class AgentAnswer:
+    """An agent's result for one trial: an answer (rows or the EHRSQL-2024 answer string) or an abstention, the SQL
+    or resource ids behind it, the flagged rows of an audit, and what it cost."""
+
+    abstained: bool = False
+    answer_rows: list[list] | None = None
+    answer_text: str | None = None
+    free_text: bool = False  # answer_text is the model's own words (FHIR), judged, not compared as a result string
+    sql: str | None = None
+    fhir_ids: tuple[str, ...] = ()
+    flagged_rows: list[tuple[str, str]] | None = None  # (table, row id) of a data-quality audit
+    model: str | None = None
+    tool_calls: int = 0
+    tool_errors: int = 0  # malformed tool calls (answered with an error, counted)
+    stop_reason: str | None = None  # finished | text | max_actions (LLM agents)
+    user_error: bool = False  # the simulated user erred in every attempt: the trial is invalid, not scored
+    user_turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0  # None: the model has no list price (local models)
+    transcript: list[dict] = field(default_factory=list)
+
+
+class Agent(Protocol):
+    name: str
+
+    def run(self, view: TaskView) -> AgentAnswer: ...
