@@ -123,7 +123,7 @@ def _excerpt(text: str, limit: int = 200) -> str:
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")
 
 
-class _OpenAIEndpoint:
+class OpenAIEndpoint:
     """A model on an OpenAI-compatible endpoint, with its SDK client."""
 
     provider = "openai"
@@ -138,7 +138,7 @@ class _OpenAIEndpoint:
         return endpoint_name(self)
 
 
-class OpenAIChat(_OpenAIEndpoint):
+class OpenAIChat(OpenAIEndpoint):
     """Chat completions from any OpenAI-compatible endpoint."""
 
     def complete(self, messages: list[Message], *, temperature: float, n: int = 1) -> list[str]:
@@ -147,7 +147,7 @@ class OpenAIChat(_OpenAIEndpoint):
         try:
             response = self._client.chat.completions.create(model=self.model, messages=messages,
                                                             temperature=temperature, **extra)
-        except _openai().OpenAIError as exc:
+        except openai_sdk().OpenAIError as exc:
             raise ChatError(f"{self._name()}: {exc}") from exc
         except json.JSONDecodeError as exc:
             raise unreadable_reply(self._name(), None, exc) from exc
@@ -155,7 +155,7 @@ class OpenAIChat(_OpenAIEndpoint):
             message_text(choice.message) or "" for choice in sorted(reply.choices, key=lambda c: c.index)])
 
 
-class OpenAIEmbeddings(_OpenAIEndpoint):
+class OpenAIEmbeddings(OpenAIEndpoint):
     """Embeddings from any OpenAI-compatible endpoint (POST /embeddings)."""
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -163,7 +163,7 @@ class OpenAIEmbeddings(_OpenAIEndpoint):
             return []
         try:
             response = self._client.embeddings.create(model=self.model, input=texts)
-        except _openai().OpenAIError as exc:
+        except openai_sdk().OpenAIError as exc:
             raise ChatError(f"{self._name()}: {exc}") from exc
         except (AttributeError, ValueError) as exc:  # the SDK reads the embeddings' reply within create()
             raise unreadable_reply(self._name(), None, exc) from exc
@@ -261,10 +261,10 @@ def _client(base_url: str | None, api_key: str | None, timeout_s: float, max_ret
     if not api_key:
         raise ValueError("an OpenAI model needs an API key: pass one or set OPENAI_API_KEY "
                          "(a local server named with @<base_url> needs none)")
-    return _openai().OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
+    return openai_sdk().OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
 
 
-def _openai():
+def openai_sdk():
     """The openai SDK, imported when a client is made: its import takes seconds, which offline builds skip."""
     import openai
 

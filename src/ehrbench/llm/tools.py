@@ -26,11 +26,11 @@ import yaml
 from ehrbench.llm.chat import (
     ChatError,
     ModelSpec,
-    _openai,
-    _OpenAIEndpoint,
+    OpenAIEndpoint,
     endpoint_name,
     httpx_errors,
     message_text,
+    openai_sdk,
     read_reply,
     unreadable_reply,
 )
@@ -150,7 +150,7 @@ def parse_tool_call(call_id: str, name: str, arguments: str | dict | None, tools
 
 # --- OpenAI-compatible endpoints -------------------------------------------------------------------------------------
 
-class OpenAIToolChat(_OpenAIEndpoint):
+class OpenAIToolChat(OpenAIEndpoint):
     """Tool calling through chat completions on any OpenAI-compatible endpoint (SDK retries: see chat._client)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 60.0,
@@ -164,7 +164,7 @@ class OpenAIToolChat(_OpenAIEndpoint):
         extra: dict[str, Any] = {"tools": [tool.openai() for tool in tools]} if tools else {}
         if max_tokens is not None:
             extra["max_tokens"] = max_tokens
-        openai = _openai()
+        openai = openai_sdk()
         start = time.perf_counter()
         try:
             response = self._client.chat.completions.create(model=self.model, messages=messages,
