@@ -1,4 +1,4 @@
-"""Stage 3 — databases: build the benchmark database profiles with dbt (time-shifted, normalised,
+"""Stage 4 — databases: build the benchmark database profiles with dbt (time-shifted, normalised,
 EHRSQL-compatible, renamed) and export each as stand-alone DuckDB and SQLite files into the build folder:
 `db/<profile>/<database>.duckdb|.sqlite` (agent-facing). What agents must not see goes to `hidden/`: the
 lineage of every row (`hidden/lineage/<profile>/<database>.parquet`) and the schema renames

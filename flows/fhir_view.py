@@ -1,4 +1,4 @@
-"""Stage 4 — FHIR: build the FHIR R4 view of the MIMIC-IV profiles' patients with dbt (ids compatible with
+"""Stage 5 — fhir: build the FHIR R4 view of the MIMIC-IV profiles' patients with dbt (ids compatible with
 MIMIC-IV on FHIR, times shifted like the SQL databases), export it into the build (`fhir/<ResourceType>.ndjson.gz`,
 `fhir/resources.duckdb`) and validate the resources with fhir.resources; an invalid resource or a reference to no
 resource of the build fails the build. Given the published EHRSQL-2024 questions, ground each in the resources

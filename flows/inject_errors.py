@@ -1,4 +1,4 @@
-"""Stage 6 — data-quality audit tasks (DESIGN §5.5): seeded errors injected into an extract of the build's MIMIC-IV
+"""Stage 7 — dq: data-quality audit tasks (DESIGN §5.5): seeded errors injected into an extract of the build's MIMIC-IV
 patients, with hidden cluster gold.
 
     dbt (models/dq/: a seeded patient sample under neutral table and column names, times shifted like the databases)

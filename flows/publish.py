@@ -1,4 +1,4 @@
-"""Final stage — publish: write manifest.json into the build's staging folder, rename it into
+"""Stage 8 — publish: write manifest.json into the build's staging folder, rename it into
 data/benchmarks/<build_id>/ and point data/benchmarks/latest at it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage 5 — questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
+"""Stage 6 — questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
 agent-facing databases.
 
     generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)

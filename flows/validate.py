@@ -1,7 +1,7 @@
 """Great Expectations suites from expectations/.
 
 Stage 3 — validate: the staged tables; a failing expectation fails the build.
-Within stage 5 (questions) — validate-questions: the generated questions; failing questions are quarantined
+Within stage 6 (questions) — validate-questions: the generated questions; failing questions are quarantined
 (`quarantine/questions.parquet`), and the build fails only when the quarantined share passes its threshold."""
 
 from __future__ import annotations
