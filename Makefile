@@ -116,7 +116,7 @@ test: install gx-assets browser postgres sandbox ## the whole test suite (unit +
 	$(UV) run pytest -n 2 --dist loadfile
 
 test-unit: install ## unit tests only
-	$(UV) run pytest -m "not integration"
+	$(UV) run pytest -n 2 -m "not integration"
 
 lint: ## ruff
 	$(UV) run ruff check src flows tests bench
