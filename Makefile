@@ -65,7 +65,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install gx-assets browser postgres sandbox demo build builds report test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
+.PHONY: help install gx-assets browser postgres sandbox demo build builds report docs test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -94,6 +94,22 @@ builds: ## list published builds
 report: install ## render an evaluation run's dashboard into reports/site/ (RUN_ID=…, default: the newest run)
 	$(UV) run ehrbench report $(if $(RUN_ID),--run-id $(RUN_ID))
 
+# `docs`: dbt's documentation site as one HTML file with the manifest and catalog inlined (opens from file://, no
+# network). dbt compiles every model, so it gets every var: a seed-0 build's (ehrbench.profiles.profile_vars(0),
+# renamed_random's seed-0 names included). The catalog is read from an empty temporary DuckDB (names and descriptions
+# come from the YAML); DOCS_WAREHOUSE=data/warehouse.duckdb adds a built warehouse's column types, but only while no
+# build runs (dbt opens the file for writing). DOCS_DIR ignores itself in git (its own .gitignore).
+DOCS_DIR ?= $(CURDIR)/reports/dbt-docs
+docs: install ## the dbt docs site as one offline file, reports/dbt-docs/static_index.html (DOCS_WAREHOUSE=… for column types)
+	@work=$$(mktemp -d) && trap 'rm -rf "$$work"' EXIT && \
+	vars=$$($(UV) run python -c 'import json; from ehrbench.profiles import profile_vars; print(json.dumps(profile_vars(0)))') && \
+	EHRBENCH_WAREHOUSE=$(if $(DOCS_WAREHOUSE),$(abspath $(DOCS_WAREHOUSE)),$$work/empty.duckdb) \
+	  $(UV) run dbt docs generate --static --quiet --project-dir dbt_project --profiles-dir dbt_project \
+	    --target-path $$work/target --log-path $$work/logs --vars "$$vars" && \
+	mkdir -p $(DOCS_DIR) && echo '*' > $(DOCS_DIR)/.gitignore && \
+	cp $$work/target/static_index.html $(DOCS_DIR)/static_index.html && \
+	echo "dbt docs: $(DOCS_DIR)/static_index.html ($$(du -h $(DOCS_DIR)/static_index.html | cut -f1); open it from file://)"
+
 browser: ## install Debian's Chromium for the dashboard's browser test, if it is missing (root or sudo)
 	@command -v $(CHROMIUM) >/dev/null 2>&1 || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
@@ -115,8 +131,10 @@ postgres: ## install Debian's PostgreSQL for the Prefect server of `make server`
 test: install gx-assets browser postgres sandbox ## the whole test suite (unit + integration)
 	$(UV) run pytest -n 2 --dist loadfile
 
-test-unit: install ## unit tests only
-	$(UV) run pytest -n 2 -m "not integration"
+# The fast loop (< 1 min on 2 cores): it collects only tests/unit and tests/security, so no worker imports what
+# the integration tests need (Great Expectations, Playwright) just to deselect them.
+test-unit: install ## unit and security tests without the slow ones (make test runs everything)
+	$(UV) run pytest -n 2 tests/unit tests/security -m "not integration and not slow"
 
 lint: ## ruff
 	$(UV) run ruff check src flows tests bench

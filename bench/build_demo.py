@@ -61,7 +61,7 @@ PRELUDE = """
 import json, resource, sys, time
 from pathlib import Path
 args = json.loads(sys.argv[1])
-from ehrbench.settings import DataLayout
+from ehrbench.layout import DataLayout
 layout = DataLayout(root=Path(args["data_dir"]))
 """
 def run_stage(name: str, args: dict) -> dict:

@@ -41,7 +41,7 @@ def main() -> None:
     from prefect.testing.utilities import prefect_test_harness
 
     from ehrbench.evaluation.tasks import load_tasks
-    from ehrbench.settings import DataLayout
+    from ehrbench.layout import DataLayout
     from flows.evaluate import evaluate_agents
     from tests.gold_policy import GoldPolicy
     from tests.llm_servers import OpenAIServer

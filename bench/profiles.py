@@ -44,7 +44,7 @@ import json, resource, sys, time
 started = time.perf_counter()
 from pathlib import Path
 args = json.loads(sys.argv[1])
-from ehrbench.settings import DataLayout
+from ehrbench.layout import DataLayout
 layout = DataLayout(root=Path(args["data_dir"]))
 """
 PREPARE = """

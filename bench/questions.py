@@ -15,11 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from ehrbench.layout import DataLayout
 from ehrbench.questions.check import build_databases
 from ehrbench.questions.generate import GenerationSettings, generate_questions
 from ehrbench.questions.paraphrase import OfflineParaphraser, paraphrase_questions
 from ehrbench.questions.templates import DATABASES, load_templates
-from ehrbench.settings import DataLayout, default_data_dir
+from ehrbench.settings import default_data_dir
 from ehrbench.validation.questions import validate_questions
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,10 +1,14 @@
-"""build-benchmark: the whole pipeline, one subflow per stage.
+"""build-benchmark: the whole pipeline, one subflow per stage ([n/8] in each stage's module and progress line).
 
-    ingest → transform (dbt staging) → validate (GX) → databases (dbt profiles, export)
-        → fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth)
-        → questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine)
-        → dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration) → publish
+    [1/8] ingest (flows/ingest.py) → [2/8] transform (dbt staging) → [3/8] validate (GX)
+      → [4/8] databases (dbt profiles, export; flows/databases.py)
+      → [5/8] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
+      → [6/8] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
+      → [7/8] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
+        flows/inject_errors.py)
+      → [8/8] publish (manifest.json, atomic rename, `latest`)
 
+The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
 Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
 Only one build runs at a time (the DuckDB warehouse has a single writer).
 """
@@ -32,12 +36,13 @@ from ehrbench.build_summary import (
     validation_detail,
 )
 from ehrbench.dq.recipes import load_recipes
+from ehrbench.layout import DataLayout
 from ehrbench.manifest import StageTiming, assemble_manifest
 from ehrbench.parameter_errors import one_line_errors
-from ehrbench.profiles import BENCHMARK_DATABASES, profile_vars
+from ehrbench.profiles import BENCHMARK_DATABASES, ProfileVars
 from ehrbench.progress import log_to_file
 from ehrbench.publish import discard, new_build_id, remove_unfinished_builds, staging_dir
-from ehrbench.settings import BuildParameters, DataLayout, DqSettings, Edition, QuestionSettings, default_data_dir
+from ehrbench.settings import BuildParameters, DqSettings, Edition, QuestionSettings, default_data_dir
 from ehrbench.stack.static_files import data_docs_link
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
@@ -85,8 +90,8 @@ def build_benchmark(
             start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
             questions=questions, dq=dq)
     load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
-    dbt_vars = profile_vars(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
-                            start_year=parameters.start_year, time_span=parameters.time_span)
+    dbt_vars = ProfileVars.for_build(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
+                                     start_year=parameters.start_year, time_span=parameters.time_span)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_id = new_build_id(layout.benchmarks)
     logs = layout.build_logs(build_id)
@@ -141,7 +146,8 @@ def build_benchmark(
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
                                          [*dbt_runs, profile_run, fhir_run, dq_run], validation, row_counts,
-                                         stages, dbt_vars, databases, fhir, question_sets, audit_tasks)
+                                         stages, dbt_vars.to_dbt_vars(), databases, fhir, question_sets,
+                                         audit_tasks)
             with stage("publish") as done:
                 folder = publish_build(layout, manifest)
                 done(folder)

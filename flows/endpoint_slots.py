@@ -1,5 +1,6 @@
-"""Slots of a model endpoint's global concurrency limit, held by an evaluation run — and given back by its resume when
-the run was killed holding them.
+"""Slots of a model endpoint's global concurrency limit (one limit per endpoint, `llm-endpoint:<endpoint>`, created
+by the evaluation run that calls it), held by an evaluation run — and given back by its resume when the run was killed
+holding them.
 
 A run holds its slots under a Prefect lease that a live run keeps renewing. A killed run's lease stays: a `prefect
 server` reclaims it when it runs out, but the temporary server of a CLI run never does, so the resumed run used to
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,45 @@ from uuid import UUID
 from prefect.client.orchestration import get_client
 from prefect.concurrency.context import ConcurrencyContext
 from prefect.concurrency.sync import concurrency
+
+from flows.prefect_api import announce
+
+# Slots are leased and the lease renewed while the holder lives; a killed run's slots come back when its lease runs
+# out on a `prefect server` (the shortest lease it accepts), or when the run is resumed.
+SLOT_LEASE_S = 60.0
+SLOT_WAIT_S = 900.0  # how long a batch waits for its endpoint's slots before the run stops and says why
+
+
+def upsert_endpoint_limits(names: Iterable[str], slots: int) -> None:
+    """Create the global concurrency limits named `names` with `slots` slots, or set existing ones to `slots`."""
+    names = sorted(set(names))
+    if names:
+        with get_client(sync_client=True) as client:
+            for name in names:
+                client.upsert_global_concurrency_limit_by_name(name, slots)
+
+
+def limit_of(name: str) -> int:
+    """The slots of a global concurrency limit now (another run may have changed them)."""
+    with get_client(sync_client=True) as client:
+        return client.read_global_concurrency_limit_by_name(name).limit
+
+
+@contextmanager
+def endpoint_slots(name: str, slots: int, leases: RunLeases) -> Iterator[None]:
+    """Hold `slots` of an endpoint's limit, first giving back those an interrupted run of this run id still held;
+    give up after SLOT_WAIT_S with what to do about it."""
+    for released in leases.release_abandoned():
+        announce(f"released {released}, held by an earlier run of this run id that did not finish")
+    try:
+        with held_slots(name, slots, leases, lease_duration=SLOT_LEASE_S, timeout_seconds=SLOT_WAIT_S):
+            yield
+    except TimeoutError:
+        raise RuntimeError(
+            f"no free slots on the concurrency limit {name!r} after {SLOT_WAIT_S:.0f} s: another run is using the "
+            f"endpoint, or a killed run of another run id still holds them (resuming that run id gives them back; a "
+            f"`prefect server` also reclaims them {SLOT_LEASE_S:.0f} s after the kill). As a last resort free them "
+            f"with `prefect gcl update {name} --active-slots 0` and re-run with the same run id.") from None
 
 
 class RunLeases:

@@ -1,8 +1,14 @@
-"""Stage 5 — fhir: build the FHIR R4 view of the MIMIC-IV profiles' patients with dbt (ids compatible with
-MIMIC-IV on FHIR, times shifted like the SQL databases), export it into the build (`fhir/<ResourceType>.ndjson.gz`,
-`fhir/resources.duckdb`) and validate the resources with fhir.resources; an invalid resource or a reference to no
-resource of the build fails the build. Given the published EHRSQL-2024 questions, ground each in the resources
-its gold SQL reads (`hidden/fhir_ground_truth/ehrsql2024_valid.parquet`).
+"""[5/8] fhir: the FHIR R4 view of the MIMIC-IV profiles' patients (ids compatible with MIMIC-IV on FHIR, times
+shifted like the SQL databases).
+
+    dbt build of the fhir models
+      → export into the build (`fhir/<ResourceType>.ndjson.gz`, `fhir/resources.duckdb`; agent-facing) and validate
+        the resources with fhir.resources: an invalid resource or a reference to no resource of the build fails the
+        build (artifact `fhir`)
+      → given the published EHRSQL-2024 questions: ground each valid question in the resources its gold SQL reads
+        (`hidden/fhir_ground_truth/ehrsql2024_valid.parquet`) and check a sample both ways (artifact
+        `fhir-ground-truth`).
+
 (Not named fhir.py: Prefect puts this folder on sys.path, where that name would hide the fhir.resources package.)"""
 
 from __future__ import annotations
@@ -11,26 +17,24 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 
-from ehrbench.ehrsql.published import load_questions
 from ehrbench.errors import ValidationError
+from ehrbench.fhir.build_grounding import EHRSQL2024_DATABASE, ground_on_build, published_ehrsql2024_questions
 from ehrbench.fhir.export import export_fhir
-from ehrbench.fhir.ground_truth import Question, ground_questions, ground_truth_markdown, summarize, write_groundings
-from ehrbench.fhir.grounding_check import check_groundings, check_markdown
-from ehrbench.profiles import BenchmarkDatabase
-from ehrbench.settings import DataLayout
+from ehrbench.fhir.ground_truth import ground_truth_markdown, write_groundings
+from ehrbench.fhir.grounding_check import check_markdown
+from ehrbench.layout import BuildLayout, DataLayout
+from ehrbench.profiles import ProfileVars
 from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
 
-CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
-
 
 @flow(name="fhir")
-def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int, log_dir: Path,
+def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int, log_dir: Path,
                ehrsql2024_dir: Path | None = None) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `fhir` entry (counts, files, validation, ground truth)."""
     logger = get_run_logger()
     run = run_dbt(["build", "--select", "fhir"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars=profile_vars, log_dir=log_dir)
+                  vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)
     exported = export_fhir(layout.warehouse, build_dir, seed=seed)
     report = exported.validation
@@ -51,9 +55,8 @@ def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: in
     entry = {"counts": exported.counts, "files": exported.files, "validated": report.checked,
              "validated_patients": exported.validated_patients}
     if ehrsql2024_dir:
-        entry["ground_truth"] = {"ehrsql2024_valid": ground_ehrsql2024(build_dir, Path(ehrsql2024_dir),
-                                                                       profile_vars["ehrsql2024"]["current_time"],
-                                                                       seed)}
+        entry["ground_truth"] = {"ehrsql2024_valid": ground_ehrsql2024(
+            build_dir, Path(ehrsql2024_dir), profile_vars.ehrsql2024.current_time, seed)}
     return run, entry
 
 
@@ -62,19 +65,14 @@ def ground_ehrsql2024(build_dir: Path, ehrsql2024_dir: Path, current_time: str, 
     """Resource-id ground truth of the published EHRSQL-2024 valid questions, on the build's ehrsql2024 database;
     hidden file plus an artifact with the share of single-patient questions grounded, why others are not, and
     the dual grounding check of a seeded sample of them."""
-    published = load_questions(ehrsql2024_dir, "valid")
-    questions = [Question(q.question_id, q.sql, q.patient_id is not None) for q in published]
-    database = BenchmarkDatabase("ehrsql2024", "mimic_iv")
-    groundings = ground_questions(questions, database.files(build_dir)[1],
-                                  build_dir / "hidden" / "lineage" / f"{database.key}.parquet",
-                                  build_dir / "fhir" / "resources.duckdb", current_time)
-    path = build_dir / "hidden" / "fhir_ground_truth" / "ehrsql2024_valid.parquet"
-    write_groundings(groundings, path)
-    summary = summarize(groundings)
-    check = check_groundings(groundings, {q.question_id: q.sql for q in questions}, database.files(build_dir)[1],
-                             build_dir / "fhir" / "resources.duckdb", current_time, limit=CHECK_LIMIT, seed=seed)
+    build = BuildLayout(build_dir)
+    grounding = ground_on_build(published_ehrsql2024_questions(ehrsql2024_dir), build, EHRSQL2024_DATABASE,
+                                current_time, seed)
+    path = build.fhir_ground_truth("ehrsql2024_valid")
+    write_groundings(grounding.groundings, path)
     markdown_artifact(
-        key="fhir-ground-truth", markdown=ground_truth_markdown(summary) + "\n\n" + check_markdown(check),
+        key="fhir-ground-truth",
+        markdown=ground_truth_markdown(grounding.summary) + "\n\n" + check_markdown(grounding.check),
         description="FHIR resource-id ground truth of the EHRSQL-2024 valid questions, and the dual grounding "
                     "check (answers from the FHIR resources vs the SQL answers)")
-    return {"file": str(path.relative_to(build_dir)), **summary, "grounding_check": check.to_dict()}
+    return {"file": build.relative(path), **grounding.to_dict()}

@@ -1,5 +1,9 @@
-"""Stage 1 — ingest: get each raw release (local copy or PhysioNet download), verify it against
-SHA256SUMS.txt and load it into the warehouse as raw_<dataset>.<table>."""
+"""[1/8] ingest: get each raw release (local copy or PhysioNet download), verify it against SHA256SUMS.txt and
+load it into the warehouse as raw_<dataset>.<table>.
+
+    per release (MIMIC-IV, eICU): download (unless a local copy is given) → load (verify, reuse unchanged tables)
+      → artifacts `ingest-files` (per file: verification, rows) and `ingest-summary`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 
-from ehrbench.settings import BuildParameters, DataLayout
+from ehrbench.layout import DataLayout
+from ehrbench.settings import BuildParameters
 from ehrbench.sources import release_for
 from ehrbench.sources.download import download_release
 from ehrbench.sources.ingest import IngestedFile, ReleaseIngest, ingest_release

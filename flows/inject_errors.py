@@ -1,53 +1,54 @@
-"""Stage 7 — dq: data-quality audit tasks (DESIGN §5.5): seeded errors injected into an extract of the build's MIMIC-IV
+"""[7/8] dq: data-quality audit tasks (DESIGN §5.5): seeded errors injected into an extract of the build's MIMIC-IV
 patients, with hidden cluster gold.
 
     dbt (models/dq/: a seeded patient sample under neutral table and column names, times shifted like the databases)
       → per task of the recipes (src/ehrbench/dq/recipes/default.yaml, or the build's own file):
-        inject its errors into a copy → write dq/<task>/ and dq/<task>_clues/ (data, instruction, hidden gold)
-        → read back: every label verified, no source name in any agent-visible file (else the build fails)
-      → calibrate: the oracle (gold rows) must pass every task; the rule-based auditor's scores are reported.
+        inject its errors into a copy → write dq/<task>/ and dq/<task>_clues/ (agent-facing instruction.md and
+        data/, hidden gold/) → read back: every label verified, no source name in any agent-visible file (else the
+        build fails)
+      → calibrate (ehrbench.dq.calibrate): the oracle (gold rows) must pass every task; the rule-based auditor's
+        scores are reported
+      → artifact `dq-tasks`: errors, labelled rows and calibration per task.
 """
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
-from ehrbench.dq.auditor import audit, write_flagged_rows
+from ehrbench.dq.calibrate import calibrate_task, check_oracle_passes, manifest_entry
 from ehrbench.dq.extract import Tables, read_extract
 from ehrbench.dq.inject import inject_task
-from ehrbench.dq.recipes import RecipeBook, TaskRecipe, load_recipes
-from ehrbench.dq.score import score_task
-from ehrbench.dq.tasks import WrittenTask, write_oracle, write_task
+from ehrbench.dq.recipes import TaskRecipe, load_recipes
+from ehrbench.dq.tasks import WrittenTask, write_task
 from ehrbench.errors import ValidationError
-from ehrbench.settings import DataLayout, DqSettings
+from ehrbench.layout import BuildLayout, DataLayout
+from ehrbench.profiles import ProfileVars
+from ehrbench.settings import DqSettings
 from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, table_artifact
 
 
 @flow(name="inject-errors")
-def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: dict, seed: int,
+def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
                   settings: DqSettings, log_dir: Path) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `dq` entry: recipes, extract size, tasks, calibration scores."""
     logger = get_run_logger()
     recipes = load_recipes(settings.recipes)
     run = run_dbt(["build", "--select", "dq"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars={**profile_vars, "dq": {"seed": seed, "patients": recipes.extract.patients}},
+                  vars={**profile_vars.to_dbt_vars(), "dq": {"seed": seed, "patients": recipes.extract.patients}},
                   log_dir=log_dir)
     log_dbt_run(run, log_dir)
     extract = read_extract(layout.warehouse)
-    dq_dir = build_dir / "dq"
+    dq_dir = BuildLayout(build_dir).dq
     written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir)]
     calibration = [calibrate([e for e in written if e.recipe_id == recipe.id]) for recipe in recipes.tasks]
     publish_artifacts(written, calibration)
-    failed = [row["task"] for row in calibration if not row["oracle_passed"]]
-    if failed:
-        raise ValidationError(f"the gold labels do not pass their own task(s) {', '.join(failed)}")
+    check_oracle_passes(calibration)
     logger.info("dq: %d tasks, %d clusters", len(written), sum(e.clusters for e in written))
-    return run, manifest_entry(recipes, settings, extract, written, calibration, dq_dir)
+    return run, manifest_entry(recipes, settings.recipes, extract, written, calibration, build_dir)
 
 
 @task(name="make-audit-task", task_run_name="make-audit-task/{recipe.id}",
@@ -64,18 +65,8 @@ def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path) -> l
 
 @task(name="calibrate-audit-task", task_run_name="calibrate/{variants[0].recipe_id}", cache_policy=NONE)
 def calibrate(variants: list[WrittenTask]) -> dict:
-    """The oracle's score on every variant folder of a task, and the rule-based auditor's (the variants share their
-    data, so it runs once)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        oracle = [score_task(e.folder, write_oracle(e.folder, Path(scratch) / f"{e.task_id}.csv")) for e in variants]
-        flagged = Path(scratch) / "auditor.csv"
-        write_flagged_rows(audit(variants[0].folder / "data"), flagged)
-        auditor = score_task(variants[0].folder, flagged)
-    return {"task": variants[0].recipe_id, "clusters": variants[0].clusters,
-            "oracle_passed": all(score.passed for score in oracle),
-            "auditor_recall": round(auditor.recall, 4), "auditor_precision": round(auditor.precision, 4),
-            "auditor_f1": round(auditor.f1, 4), "auditor_passed": auditor.passed,
-            "auditor_flagged_rows": auditor.flagged_rows, "auditor_recall_by_family": auditor.recall_by_family}
+    """The oracle's score on every variant folder of a task, and the rule-based auditor's (ehrbench.dq.calibrate)."""
+    return calibrate_task(variants)
 
 
 def publish_artifacts(written: list[WrittenTask], calibration: list[dict]) -> None:
@@ -90,12 +81,3 @@ def publish_artifacts(written: list[WrittenTask], calibration: list[dict]) -> No
                for e in written],
         description="Data-quality audit tasks: injected errors (clusters), the gold's own score and the rule-based "
                     "reference auditor's (range, unit, duplicate, cross-table, temporal and reference checks)")
-
-
-def manifest_entry(recipes: RecipeBook, settings: DqSettings, extract: Tables, written: list[WrittenTask],
-                   calibration: list[dict], dq_dir: Path) -> dict:
-    return {"recipes": str(settings.recipes) if settings.recipes else "default",
-            "recipe_book": recipes.model_dump(),
-            "extract_rows": {table: len(frame) for table, frame in extract.items()},
-            "tasks": [entry.to_dict(dq_dir.parent) for entry in written],
-            "calibration": calibration}

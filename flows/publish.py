@@ -1,13 +1,13 @@
-"""Stage 8 — publish: write manifest.json into the build's staging folder, rename it into
-data/benchmarks/<build_id>/ and point data/benchmarks/latest at it."""
+"""[8/8] publish: write manifest.json into the build's staging folder, rename it into data/benchmarks/<build_id>/
+and point data/benchmarks/latest at it (ehrbench.publish); artifact `build-published`."""
 
 from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
+from ehrbench.layout import DataLayout
 from ehrbench.manifest import Manifest
 from ehrbench.publish import publish
-from ehrbench.settings import DataLayout
 from flows.prefect_api import markdown_artifact
 
 

@@ -1,14 +1,15 @@
-"""Stage 6 — questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
+"""[6/8] questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
 agent-facing databases.
 
     generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)
       → paraphrase (an LLM when EHRBENCH_PARAPHRASE_MODEL is set, else the templates' own phrasings)
       → interactive tasks (chatqa: IncreQA instructions in lay terms, AdaptQA fallbacks) on the renamed databases
-      → ground the single-patient MIMIC-IV questions in FHIR resources (and check a sample of them both ways)
+      → ground the MIMIC-IV questions in FHIR resources (and check a sample of the single-patient ones both ways)
       → validate with Great Expectations (expectations/questions.json): failures go to quarantine/questions.parquet,
         the build fails only when the quarantine share passes its threshold
       → write questions/questions.parquet (every question with its gold; the FHIR suite's rows with resource ids)
-        and exports/ehrsql2024/ (EHRSQL-2024's data/label/answer files), exports/chatqa/ (EHR-ChatQA's task files).
+        and exports/ehrsql2024/ (EHRSQL-2024's data/label/answer files), exports/chatqa/ (EHR-ChatQA's task files)
+      → artifact `questions`: questions per template (after quarantine).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 
-from ehrbench.fhir.ground_truth import Question, ground_questions, summarize
-from ehrbench.fhir.grounding_check import check_groundings
-from ehrbench.profiles import BenchmarkDatabase, schema_renames
+from ehrbench.fhir.build_grounding import ground_on_build
+from ehrbench.fhir.ground_truth import Question
+from ehrbench.layout import BuildLayout
+from ehrbench.profiles import ProfileVars, schema_renames
 from ehrbench.questions.generate import GeneratedQuestion, GenerationSettings, generate_questions
 from ehrbench.questions.interactive import adapt_tasks, chatqa_export, incre_tasks, load_lay_terms
 from ehrbench.questions.paraphrase import ParaphraseSettings, paraphrase_questions, paraphraser_from_settings
@@ -31,11 +33,9 @@ from ehrbench.settings import QuestionSettings
 from flows.prefect_api import table_artifact
 from flows.validate import validate_question_set
 
-CHECK_LIMIT = 500  # questions of the dual grounding check (a seeded sample beyond that)
-
 
 @flow(name="questions")
-def build_questions(build_dir: Path, profile_vars: dict, seed: int, settings: QuestionSettings,
+def build_questions(build_dir: Path, profile_vars: ProfileVars, seed: int, settings: QuestionSettings,
                     data_dir: Path) -> dict:
     """Returns the manifest's `questions` entry: counts, files, paraphrasing, FHIR grounding, validation."""
     logger = get_run_logger()
@@ -51,10 +51,10 @@ def build_questions(build_dir: Path, profile_vars: dict, seed: int, settings: Qu
     validation = validate_question_set([q.to_dict() for q in questions], list(DATABASES), build_dir,
                                        settings.max_quarantine_share)
 
-    kept = [q for q in questions if q.question_id not in validation.quarantined]
+    kept, build = [q for q in questions if q.question_id not in validation.quarantined], BuildLayout(build_dir)
     files = {"questions": write_questions(kept, build_dir), "ehrsql2024": write_ehrsql2024_export(kept, build_dir),
              "chatqa": chatqa_export([q for q in kept if q.suite == "chatqa"], build_dir),
-             "quarantine": "quarantine/questions.parquet"}
+             "quarantine": build.relative(build.question_quarantine)}
     publish_artifacts(kept)
     logger.info("questions: %d kept of %d", len(kept), len(questions))
     return {"settings": settings.model_dump(), "generated": len(questions), "kept": len(kept),
@@ -67,11 +67,11 @@ def build_questions(build_dir: Path, profile_vars: dict, seed: int, settings: Qu
 
 
 @task(name="generate-questions", task_run_name="generate-questions/{database}")
-def generate(build_dir: Path, database: str, profile_vars: dict, seed: int, settings: QuestionSettings,
+def generate(build_dir: Path, database: str, profile_vars: ProfileVars, seed: int, settings: QuestionSettings,
              templates: list) -> list[GeneratedQuestion]:
-    profile, name, var_group = PROFILE_OF[database]
-    duckdb_file, sqlite_file = BenchmarkDatabase(profile, name).files(build_dir)
-    now = datetime.strptime(profile_vars[var_group]["current_time"], "%Y-%m-%d %H:%M:%S")
+    target = PROFILE_OF[database]
+    duckdb_file, sqlite_file = target.benchmark.files(build_dir)
+    now = datetime.strptime(profile_vars.time_shift(target.var_group).current_time, "%Y-%m-%d %H:%M:%S")
     return generate_questions(templates, database, duckdb_file, sqlite_file, now, GenerationSettings(
         per_template=settings.per_template, empty_share=settings.empty_answer_share,
         unanswerable_share=settings.unanswerable_share, seed=seed))
@@ -87,33 +87,29 @@ def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, s
 
 @task(name="interactive-tasks", task_run_name="interactive-tasks/chatqa")
 def interactive_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates: list, seed: int,
-                      profile_vars: dict) -> dict:
+                      profile_vars: ProfileVars) -> dict:
     """EHR-ChatQA-style tasks on the renamed databases: IncreQA from the answerable questions whose items have lay
     terms, AdaptQA from the curated brand/generic, drug-class and alternative-lab tables."""
     lay_terms, renames, dropped = load_lay_terms(), schema_renames(seed), Counter()
     incre = incre_tasks(questions, templates, renames, lay_terms, seed, build_dir, dropped=dropped)
     adapt = [task for database in DATABASES
              for task in adapt_tasks(lay_terms, renames, seed, build_dir,
-                                     profile_vars[PROFILE_OF[database][2]]["current_time"], databases=(database,),
-                                     dropped=dropped)]
+                                     profile_vars.time_shift(PROFILE_OF[database].var_group).current_time,
+                                     databases=(database,), dropped=dropped)]
     return {"tasks": incre + adapt, "incre": len(incre), "adapt": len(adapt), "dropped": dict(dropped)}
 
 
 @task(name="ground-questions-in-fhir", task_run_name="ground-questions-in-fhir/mimic_iv")
-def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: dict, seed: int) -> dict:
-    """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.ground_truth), and the dual check of a
+def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: ProfileVars,
+                   seed: int) -> dict:
+    """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.build_grounding), and the dual check of a
     seeded sample of the single-patient ones."""
-    database = BenchmarkDatabase(*PROFILE_OF[FHIR_DATABASE][:2])
-    sqlite_file = database.files(build_dir)[1]
-    resources = build_dir / "fhir" / "resources.duckdb"
-    current_time = profile_vars[PROFILE_OF[FHIR_DATABASE][2]]["current_time"]
+    target = PROFILE_OF[FHIR_DATABASE]
     asked = [Question(q.question_id, q.gold_sql_sqlite, q.patient_scoped) for q in questions
              if q.db == FHIR_DATABASE and q.is_answerable and q.gold_sql_sqlite]
-    groundings = ground_questions(asked, sqlite_file, build_dir / "hidden" / "lineage" / f"{database.key}.parquet",
-                                  resources, current_time)
-    check = check_groundings(groundings, {q.question_id: q.sql for q in asked}, sqlite_file, resources,
-                             current_time, limit=CHECK_LIMIT, seed=seed)
-    return {"groundings": groundings, **summarize(groundings), "grounding_check": check.to_dict()}
+    grounding = ground_on_build(asked, BuildLayout(build_dir), target.benchmark,
+                                profile_vars.time_shift(target.var_group).current_time, seed)
+    return {"groundings": grounding.groundings, **grounding.to_dict()}
 
 
 def publish_artifacts(kept: list[GeneratedQuestion]) -> None:

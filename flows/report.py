@@ -12,12 +12,13 @@ from pathlib import Path
 
 from prefect import flow
 
+from ehrbench.layout import DataLayout
 from ehrbench.parameter_errors import one_line_errors
 from ehrbench.reports.assemble import report_data
 from ehrbench.reports.model import DEFAULT_BOOTSTRAP, Bootstrap
 from ehrbench.reports.site import render_site
 from ehrbench.reports.summary import headline_markdown
-from ehrbench.settings import DataLayout, ReportParameters, default_data_dir, default_report_dir
+from ehrbench.settings import ReportParameters, default_data_dir, default_report_dir
 from ehrbench.stack.static_files import report_link
 from flows.prefect_api import announce, link_artifact, markdown_artifact
 

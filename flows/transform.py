@@ -1,4 +1,5 @@
-"""Stage 2 — transform: `dbt build` of the staging models (typed, cleaned sources with YAML tests)."""
+"""[2/8] transform: `dbt build` of the staging models (typed, cleaned sources with YAML tests); artifact
+`transform-dbt`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from ehrbench.settings import DataLayout
+from ehrbench.layout import DataLayout
 from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, markdown_artifact
 

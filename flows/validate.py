@@ -1,8 +1,10 @@
 """Great Expectations suites from expectations/.
 
-Stage 3 — validate: the staged tables; a failing expectation fails the build.
-Within stage 6 (questions) — validate-questions: the generated questions; failing questions are quarantined
-(`quarantine/questions.parquet`), and the build fails only when the quarantined share passes its threshold."""
+[3/8] validate: the staged tables; a failing expectation fails the build (artifacts `validation-results`,
+`validation-summary`).
+Within [6/8] questions — validate-questions: the generated questions; failing questions are quarantined
+(`quarantine/questions.parquet`), the Data Docs written into the build (`reports/gx/`), and the build fails only when
+the quarantined share passes its threshold (artifacts `questions-validation`, `questions-data-docs`)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ehrbench.errors import ValidationError
+from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.publish import build_id_of
-from ehrbench.settings import DataLayout
 from ehrbench.stack.static_files import data_docs_link
 from ehrbench.validation import SuiteResult, load_suite, validate_suite
 from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
@@ -66,10 +68,9 @@ def validate(layout: DataLayout, absent_sources: list[str]) -> dict[str, SuiteRe
 def validate_question_set(records: list[dict], databases: list[str], build_dir: Path,
                           max_quarantine_share: float) -> QuestionValidation:
     """`records`: GeneratedQuestion.to_dict() rows. Writes the quarantine and the Data Docs into the build."""
-    logger = get_run_logger()
-    validation = validate_questions(records, QUESTION_SUITE, databases=databases,
-                                    data_docs_dir=build_dir / "reports" / "gx")
-    write_quarantine(records, validation, build_dir / "quarantine" / "questions.parquet")
+    logger, build = get_run_logger(), BuildLayout(build_dir)
+    validation = validate_questions(records, QUESTION_SUITE, databases=databases, data_docs_dir=build.gx_docs)
+    write_quarantine(records, validation, build.question_quarantine)
     logger.info("questions: %d validated, %d quarantined (%.1f %%)", validation.total, validation.quarantined_count,
                 100 * validation.quarantine_share)
     for shortfall in validation.coverage_shortfalls():

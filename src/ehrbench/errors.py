@@ -1,9 +1,19 @@
-"""Errors a user can act on. Each message names the file or table and what was expected;
-the CLI prints it on one line and exits non-zero."""
+"""Errors a user can act on. Each message names the file, option or table and what was expected; the CLI prints
+it on one line and exits non-zero. Anything else that escapes a command is a bug and is shown with its traceback."""
 
 
 class EhrbenchError(Exception):
     """Base class: a failure caused by input or environment, not a bug."""
+
+
+class ConfigError(EhrbenchError, ValueError):
+    """Input the user gave is not what was expected: an option or flow parameter, an agent or model spec, a recipe,
+    template or rename file. Also a ValueError, so pydantic validators and callers that catch ValueError still do."""
+
+
+class MissingInputError(EhrbenchError, FileNotFoundError):
+    """What a command reads does not exist yet (a warehouse, a build's questions, a run's results, a recipe file);
+    the message says which command makes it."""
 
 
 class SourceError(EhrbenchError):

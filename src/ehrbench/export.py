@@ -3,15 +3,23 @@
 Agent-facing files hold only the schema's tables. In SQLite, timestamps become
 `YYYY-MM-DD HH:MM:SS` text and dates `YYYY-MM-DD`, so that SQLite's date functions
 (`strftime`, `datetime`) used by the published gold SQL work on them.
+
+`export_benchmark_database` writes one benchmark database into a build: its agent-facing files and its hidden ones
+(lineage, rename map), and returns the build manifest's entry for it.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
+
+from ehrbench.layout import BuildLayout
+from ehrbench.profiles import LINEAGE_MODELS, BenchmarkDatabase
+from ehrbench.renaming import SchemaRename
 
 _BATCH = 50_000
 _SQLITE_TYPES = {"BOOLEAN": "INTEGER", "TINYINT": "INTEGER", "SMALLINT": "INTEGER", "INTEGER": "INTEGER",
@@ -80,6 +88,33 @@ def export_parquet(warehouse: Path, relation: str, path: Path) -> int:
     finally:
         con.close()
     return rows
+
+
+def export_benchmark_database(warehouse: Path, build: BuildLayout, database: BenchmarkDatabase,
+                              rename: SchemaRename | None = None) -> dict:
+    """Write `database` into the build: `db/<profile>/<database>.duckdb|.sqlite` (agent-facing; a renamed profile's
+    files hold exactly its renamed tables), its hidden lineage when it has one (LINEAGE_MODELS) and, given
+    `rename`, its hidden rename map. Returns the manifest's entry: schema, files and hidden files relative to the
+    build, row counts per table."""
+    duckdb_file, sqlite_file = build.database_files(database.profile, database.database)
+    tables = [table.target for table in rename.tables] if rename else None
+    counts = export_schema(warehouse, database.schema, duckdb_file, sqlite_file, tables=tables)
+    entry = {"schema": database.schema, "duckdb": build.relative(duckdb_file), "sqlite": build.relative(sqlite_file),
+             "row_counts": counts, "hidden": {}}
+    if database.key in LINEAGE_MODELS:
+        lineage_file = build.lineage(database.key)
+        export_parquet(warehouse, LINEAGE_MODELS[database.key], lineage_file)
+        entry["hidden"]["lineage"] = build.relative(lineage_file)
+    if rename:
+        entry["hidden"]["rename_map"] = build.relative(write_rename_map(rename, build.rename_map(database.key)))
+    return entry
+
+
+def write_rename_map(rename: SchemaRename, path: Path) -> Path:
+    """A renamed profile's hidden rename map (compatibility schema -> the profile's names) as JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rename.to_dict(), indent=1) + "\n")
+    return path
 
 
 def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path: Path) -> None:

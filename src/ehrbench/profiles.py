@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
+from ehrbench.layout import BuildLayout
 from ehrbench.renaming import SchemaRename, draw_random_rename, published_rename
 
 EICU_PRESETS: dict[str, dict[str, Any]] = {
@@ -87,8 +90,7 @@ class BenchmarkDatabase:
         return f"{self.profile}__{self.database}"
 
     def files(self, build_dir: Path) -> tuple[Path, Path]:
-        stem = build_dir / "db" / self.profile / self.database
-        return stem.with_suffix(".duckdb"), stem.with_suffix(".sqlite")
+        return BuildLayout(build_dir).database_files(self.profile, self.database)
 
 
 BENCHMARK_DATABASES: tuple[BenchmarkDatabase, ...] = (
@@ -136,7 +138,7 @@ def schema_renames(seed: int) -> dict[str, SchemaRename]:
 def profile_vars(seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: Any) -> dict[str, dict[str, Any]]:
     """dbt `--vars` for every profile. The build seed drives every draw (0 reproduces the published
     databases) including renamed_random's names; `time_overrides` (current_time, start_year, time_span) apply
-    to all profiles."""
+    to all profiles. Typed: `ProfileVars.for_build`."""
     overrides = {k: v for k, v in time_overrides.items() if v is not None}
     unknown = sorted(set(overrides) - {"current_time", "start_year", "time_span"})
     if unknown:
@@ -144,3 +146,49 @@ def profile_vars(seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: An
     mimic = {**EHRSQL2024_DEFAULTS, **overrides, "seed": seed}
     drawn = {database: rename.dbt_var() for database, rename in random_renames(seed).items()}
     return {"ehrsql2024": mimic, **eicu_vars(eicu_preset, seed=seed, **overrides), "renamed_random": drawn}
+
+
+VarGroup = Literal["ehrsql2024", "ehrsql_eicu"]
+
+
+class TimeShift(BaseModel):
+    """The var group of a time-shifted profile (`ehrsql_eicu`, and the base of `ehrsql2024`'s): see the module
+    docstring."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    current_time: str  # YYYY-MM-DD HH:MM:SS
+    start_year: int
+    time_span: int
+    seed: int
+
+
+class Ehrsql2024Vars(TimeShift):
+    """The `ehrsql2024` profile's var group: its time shift, and the patient sample of EHRSQL-2024's preprocessing."""
+
+    num_patients: int
+    current_ratio: float
+
+
+class ProfileVars(BaseModel):
+    """The dbt `--vars` of every profile of a build, typed (`profile_vars` gives the same as a dict). The field
+    order is the dict's, so `to_dbt_vars()` yields exactly what dbt and the manifest have always been given."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ehrsql2024: Ehrsql2024Vars
+    ehrsql_eicu: TimeShift
+    renamed_random: dict[str, dict[str, Any]]  # per database, the drawn names (SchemaRename.dbt_var())
+
+    @classmethod
+    def for_build(cls, seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: Any) -> ProfileVars:
+        """The vars of a build: see `profile_vars`."""
+        return cls.model_validate(profile_vars(seed, eicu_preset, **time_overrides))
+
+    def time_shift(self, group: VarGroup) -> TimeShift:
+        """The time parameters of a var group (the one a database reads its current time from)."""
+        return {"ehrsql2024": self.ehrsql2024, "ehrsql_eicu": self.ehrsql_eicu}[group]
+
+    def to_dbt_vars(self) -> dict[str, dict[str, Any]]:
+        """The plain dict dbt takes as `--vars` (and the manifest records as `profile_vars`)."""
+        return self.model_dump()

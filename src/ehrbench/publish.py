@@ -15,11 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ehrbench.errors import PublishError
+from ehrbench.layout import BuildLayout
 from ehrbench.manifest import Manifest
 
-MANIFEST = "manifest.json"
 _TMP = ".tmp"
-_OWNER = ".owner.json"  # in a staging folder: which process writes it, since when (removed before publishing)
 
 
 def new_build_id(benchmarks: Path, now: datetime | None = None) -> str:
@@ -36,7 +35,7 @@ def staging_dir(benchmarks: Path, build_id: str) -> Path:
     path = benchmarks / f"{build_id}{_TMP}"
     path.mkdir(parents=True, exist_ok=False)
     owner = {"build_id": build_id, "pid": os.getpid(), "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    (path / _OWNER).write_text(json.dumps(owner))
+    BuildLayout(path).owner.write_text(json.dumps(owner))
     return path
 
 
@@ -76,7 +75,7 @@ def remove_unfinished_builds(benchmarks: Path, lock_path: Path) -> list[Unfinish
 def _unfinished(folder: Path) -> UnfinishedBuild:
     """Who wrote a staging folder; without its owner file (an older build), the build id says when it started."""
     try:
-        owner = json.loads((folder / _OWNER).read_text())
+        owner = json.loads(BuildLayout(folder).owner.read_text())
         return UnfinishedBuild(folder, int(owner["pid"]), str(owner["started_at"]))
     except (OSError, ValueError, KeyError, TypeError):
         return UnfinishedBuild(folder, None, build_id_of(folder))
@@ -99,8 +98,8 @@ def publish(benchmarks: Path, manifest: Manifest) -> Path:
         raise PublishError(f"{tmp}: staging folder of build {manifest.build_id} is missing")
     if final.exists():
         raise PublishError(f"{final} exists already; published builds are never overwritten")
-    (tmp / _OWNER).unlink(missing_ok=True)  # a published build is nobody's work in progress
-    _write_durably(tmp / MANIFEST, manifest.model_dump_json(indent=2))
+    BuildLayout(tmp).owner.unlink(missing_ok=True)  # a published build is nobody's work in progress
+    _write_durably(BuildLayout(tmp).manifest, manifest.model_dump_json(indent=2))
     os.rename(tmp, final)
     link_tmp = benchmarks / f".latest-{manifest.build_id}"
     link_tmp.unlink(missing_ok=True)
@@ -115,10 +114,10 @@ def published_builds(benchmarks: Path) -> list[Manifest]:
         return []
     builds = []
     for folder in sorted(benchmarks.iterdir()):
-        if folder.is_symlink() or folder.name.endswith(_TMP) or not (folder / MANIFEST).is_file():
+        if folder.is_symlink() or folder.name.endswith(_TMP) or not BuildLayout(folder).manifest.is_file():
             continue
         try:
-            builds.append(Manifest.model_validate_json((folder / MANIFEST).read_text()))
+            builds.append(Manifest.model_validate_json(BuildLayout(folder).manifest.read_text()))
         except ValueError:
             continue
     return sorted(builds, key=lambda m: m.created_at)

@@ -1,4 +1,4 @@
-"""Typed build configuration and the on-disk layout of the project's data directory."""
+"""Typed build configuration (the data directory's layout is ehrbench.layout's)."""
 
 from __future__ import annotations
 
@@ -162,47 +162,3 @@ class ReportParameters(BaseModel):
     bootstrap_replicates: int = Field(1000, ge=0, le=100_000, description=(
         "Bootstrap replicates of the intervals; percentile intervals settle by 10,000"))
     bootstrap_seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the bootstrap.")
-
-
-class DataLayout(BaseModel):
-    """Where things live under the data directory (gitignored)."""
-
-    root: Path
-
-    @property
-    def raw(self) -> Path:
-        return self.root / "raw"
-
-    @property
-    def warehouse(self) -> Path:
-        return self.root / "warehouse.duckdb"
-
-    @property
-    def build_lock(self) -> Path:
-        return self.root / "build.lock"
-
-    @property
-    def benchmarks(self) -> Path:
-        return self.root / "benchmarks"
-
-    @property
-    def latest(self) -> Path:
-        return self.benchmarks / "latest"
-
-    def build_folder(self, build: str) -> Path:
-        """A build named as the CLI takes it: 'latest', a build id under benchmarks/, or a build folder's path."""
-        return Path(build) if build != "latest" and Path(build).is_dir() else self.benchmarks / build
-
-    @property
-    def results(self) -> Path:
-        """Evaluation runs: results/run_id=<id>/part-*.parquet."""
-        return self.root / "results"
-
-    def build_logs(self, build_id: str) -> Path:
-        """A build's logs (dbt.log, build.log): outside the build folder, so a failed build keeps them too."""
-        return self.root / "logs" / build_id
-
-    @property
-    def dbt_work(self) -> Path:
-        """dbt target/ and logs/ per data directory, so two checkouts never share state."""
-        return self.root / "dbt"

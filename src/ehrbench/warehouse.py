@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from ehrbench.errors import BuildInProgressError
+from ehrbench.errors import BuildInProgressError, MissingInputError
 
 
 @contextmanager
@@ -64,7 +64,7 @@ def holds_build_lock(lock_path: Path) -> bool:
 def connect(path: Path, *, read_only: bool = False):
     """Open the warehouse; a writer held by another process becomes BuildInProgressError."""
     if read_only and not path.exists():
-        raise FileNotFoundError(f"{path}: no warehouse yet; run a build first")
+        raise MissingInputError(f"{path}: no warehouse yet; run a build first")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(str(path), read_only=read_only)

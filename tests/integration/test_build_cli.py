@@ -148,7 +148,7 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
     assert manifest["parameters"]["seed"] == 0 and manifest["seed"] == 0
     assert manifest["packages"]["prefect"].startswith("3.8.")
     assert all(v["success"] for v in manifest["validation"].values())
-    assert sum(v["evaluated"] for v in manifest["validation"].values()) > 100
+    assert sum(v["evaluated"] for v in manifest["validation"].values()) > 80  # dbt holds the schema tests
     assert any("vitalperiodic" in s for s in manifest["validation"]["staging_eicu"]["skipped"])
     assert set(manifest["stages"]) >= {"ingest", "transform", "validate"}
     assert manifest["dbt"]["build --select staging"]["warn"] == 1  # the empty optional vitalperiodic

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 LIMIT = "llm-endpoint:test-endpoint"
 SLOTS = 2  # per run; the limit has 2 runs' worth
 
-# A run that takes its batch's slots the way flows/evaluate.py does, then is killed while holding them.
+# A run that takes its batch's slots the way flows/trial_batches.py does, then is killed while holding them.
 HOLD_SLOTS = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -75,8 +75,7 @@ def _killed_holder(api_url: str, run_folder) -> None:
 
 def test_a_resumed_run_releases_its_dead_predecessors_slots_but_not_another_runs(prefect_api_url, limit, tmp_path,
                                                                                   monkeypatch):
-    import flows.evaluate as evaluate
-    from flows.endpoint_slots import RunLeases, held_slots
+    from flows.endpoint_slots import RunLeases, endpoint_slots, held_slots
 
     killed_run, other_run = tmp_path / "run_id=killed", tmp_path / "run_id=other"
     _killed_holder(prefect_api_url, killed_run)
@@ -86,9 +85,9 @@ def test_a_resumed_run_releases_its_dead_predecessors_slots_but_not_another_runs
     with held_slots(LIMIT, SLOTS, RunLeases(other_run), lease_duration=60, timeout_seconds=30):  # a live run
         assert _active_slots() == 2 * SLOTS  # the limit is full: without the release the resume would wait
         other_leases = RunLeases(other_run).recorded()
-        monkeypatch.setattr(evaluate, "SLOT_WAIT_S", 30.0)
+        monkeypatch.setattr("flows.endpoint_slots.SLOT_WAIT_S", 30.0)
         started = time.monotonic()
-        with evaluate._endpoint_slots(LIMIT, SLOTS, RunLeases(killed_run)):
+        with endpoint_slots(LIMIT, SLOTS, RunLeases(killed_run)):
             waited = time.monotonic() - started
             assert _active_slots() == 2 * SLOTS  # the live run's slots plus the resumed run's own
             resumed_leases = RunLeases(killed_run).recorded()

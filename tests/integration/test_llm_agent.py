@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -17,7 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from ehrbench.agents.config import parse_agent
-from ehrbench.agents.llm_agent import LlmAgent, extract_sql, load_audit_tables
+from ehrbench.agents.llm_agent import LlmAgent
+from ehrbench.agents.llm_agent.dq import load_audit_tables
+from ehrbench.agents.llm_agent.ehrsql import extract_sql
 from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
 from ehrbench.dq.tasks import LABEL_SCHEMA
 from ehrbench.evaluation.trial import TransientTrialError, run_trial
@@ -201,6 +204,22 @@ def test_single_turn_runs_the_sql_block_of_the_reply(server, database):
     system = body["messages"][0]["content"]
     assert "labs(subject_id INTEGER, label VARCHAR, value DOUBLE)" in system
     assert "patients(subject_id INTEGER, gender VARCHAR, alive BOOLEAN)" in system
+
+
+def test_single_turn_on_sqlite_gives_the_schema_and_runs_the_reply(server, tmp_path):
+    # the schema came from pragma_table_info(), which the SQL sandbox refuses: every SQLite single-turn trial failed
+    path = tmp_path / "ehr.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("create table patients (subject_id INT, gender TEXT)")
+        con.execute("create table admissions (hadm_id INT, subject_id INT, admittime TEXT)")
+        con.execute("insert into patients values (1, 'f'), (2, 'm')")
+    con.close()
+    server.text("```sql\nselect count(*) from patients\n```")
+    answer = make_agent(server, ehrsql_mode="single_turn").run(ehrsql_view(path))
+
+    assert answer.answer_rows == [[2]] and answer.sql == "select count(*) from patients"
+    system = server.bodies()[0]["messages"][0]["content"]
+    assert "admissions(hadm_id INT, subject_id INT, admittime TEXT)\npatients(subject_id INT, gender TEXT)" in system
 
 
 def test_single_turn_null_is_an_abstention_and_failing_sql_no_answer(server, database):

@@ -10,7 +10,8 @@ import pytest
 
 from ehrbench.evaluation.judge import AnswerJudge, Judgement
 from ehrbench.llm.chat import ChatError
-from ehrbench.llm.tools import OpenAIToolChat, Usage
+from ehrbench.llm.openai_tools import OpenAIToolChat
+from ehrbench.llm.tool_chat import Usage
 from tests.llm_servers import OpenAIServer
 
 pytestmark = pytest.mark.integration

@@ -10,18 +10,11 @@ import time
 import pytest
 
 from ehrbench.llm.chat import ChatError, OpenAIChat
-from ehrbench.llm.tools import (
-    ChatTurn,
-    GeminiToolChat,
-    OpenAIToolChat,
-    ToolSpec,
-    Usage,
-    assistant_message,
-    cost_usd,
-    gemini_contents,
-    tool_chat_model,
-    tool_result_message,
-)
+from ehrbench.llm.gemini_tools import GeminiToolChat, gemini_contents
+from ehrbench.llm.openai_tools import OpenAIToolChat
+from ehrbench.llm.prices import cost_usd
+from ehrbench.llm.tool_chat import ChatTurn, ToolSpec, Usage, assistant_message, tool_result_message
+from ehrbench.llm.tools import tool_chat_model
 from tests.llm_servers import GeminiServer, OpenAIServer, Reply
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,8 @@ import pytest
 
 from ehrbench.agents.simulated_user import STOP_TOKEN, SimulatedUser, validate_conversation
 from ehrbench.llm.chat import ChatError
-from ehrbench.llm.tools import OpenAIToolChat, Usage
+from ehrbench.llm.openai_tools import OpenAIToolChat
+from ehrbench.llm.tool_chat import Usage
 from tests.llm_servers import OpenAIServer
 
 pytestmark = pytest.mark.integration

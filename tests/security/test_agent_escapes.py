@@ -26,7 +26,7 @@ import pytest
 from ehrbench.agents.sandbox import bubblewrap, unavailable_reason
 from ehrbench.agents.tools.database import DatabaseTools
 from ehrbench.agents.tools.fhir import FhirTools
-from ehrbench.llm.tools import ToolCall
+from ehrbench.llm.tool_chat import ToolCall
 from tests.fhir_fakes import write_resources_db
 
 pytestmark = pytest.mark.security
@@ -207,7 +207,7 @@ def test_agent_sql_returning_gigabytes_keeps_the_evaluator_small(published: Path
         import json
         from pathlib import Path
         from ehrbench.agents.tools.database import DatabaseTools
-        from ehrbench.llm.tools import ToolCall
+        from ehrbench.llm.tool_chat import ToolCall
 
         replies = {{}}
         with DatabaseTools(Path({str(database)!r}), max_rows=100, timeout_s=60) as tools:

@@ -23,7 +23,7 @@ from ehrbench.agents.tools import FhirTools
 from ehrbench.fhir.search import SearchIndex
 from ehrbench.fhir.search_params import MAX_INTEGER, MAX_REPEATS, MAX_VALUES
 from ehrbench.fhir.server import create_app
-from ehrbench.llm.tools import ToolCall
+from ehrbench.llm.tool_chat import ToolCall
 from tests.bounded import finished_within
 from tests.fhir_fakes import serving, slow_down_searches, write_resources_db
 from tests.unit.test_fhir_search import sample_resources

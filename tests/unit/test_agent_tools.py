@@ -15,7 +15,7 @@ from ehrbench.agents.sandbox import SqlError
 from ehrbench.agents.tools import DatabaseTools, FhirTools, ValueSimilarity
 from ehrbench.fhir.search import SearchIndex
 from ehrbench.fhir.search_params import parse_search
-from ehrbench.llm.tools import ToolCall
+from ehrbench.llm.tool_chat import ToolCall
 from tests.fhir_fakes import write_resources_db
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
+from ehrbench.layout import DataLayout
 from ehrbench.publish import publish, remove_unfinished_builds, staging_dir
-from ehrbench.settings import DataLayout
 from ehrbench.warehouse import build_lock, holds_build_lock
 
 from .test_publish import _manifest

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from importlib.util import find_spec
 from pathlib import Path
 
 import ehrbench.validation.data_docs as data_docs
@@ -15,7 +16,8 @@ from tests.unit.test_question_validation import SMALL, SUITE, question, unanswer
 
 REPO = Path(__file__).resolve().parents[2]
 
-GX_TEMPLATES = Path(__import__("great_expectations").__file__).parent / "render" / "view" / "templates"
+# found, not imported: importing GX costs ~5 s, which every test worker would pay while collecting
+GX_TEMPLATES = Path(find_spec("great_expectations").origin).parent / "render" / "view" / "templates"
 BOOTSTRAP_CSS = "https://maxcdn.bootstrapcdn.com/bootstrap/4.3.1/css/bootstrap.min.css"
 BOOTSTRAP_JS = "https://stackpath.bootstrapcdn.com/bootstrap/4.3.1/js/bootstrap.min.js"
 FONT_AWESOME = "https://cdnjs.cloudflare.com/ajax/libs/font-awesome/6.6.0/css/all.min.css"

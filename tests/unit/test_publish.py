@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from ehrbench.errors import PublishError
+from ehrbench.layout import MANIFEST
 from ehrbench.manifest import InputFile, Manifest
 from ehrbench.publish import (
-    MANIFEST,
     discard,
     latest_build_id,
     new_build_id,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from ehrbench.stack.static_files import FILES_URL_VARIABLE, create_app, data_docs_link, report_link
+from ehrbench.stack.static_files import create_app, data_docs_link, report_link
 
 
 @pytest.fixture
@@ -52,10 +52,10 @@ def test_nothing_else_is_served(served, path):
 
 def test_links_are_http_when_a_static_server_serves_them_else_files(tmp_path, monkeypatch):
     site, benchmarks = tmp_path / "site", tmp_path / "benchmarks"
-    monkeypatch.delenv(FILES_URL_VARIABLE, raising=False)
+    monkeypatch.delenv("EHRBENCH_FILES_URL", raising=False)
     assert report_link(site / "index.html", site) == (site / "index.html").resolve().as_uri()
     assert data_docs_link(benchmarks, "b1") == (benchmarks / "b1" / "reports" / "gx" / "index.html").resolve().as_uri()
-    monkeypatch.setenv(FILES_URL_VARIABLE, "http://127.0.0.1:4201/")
+    monkeypatch.setenv("EHRBENCH_FILES_URL", "http://127.0.0.1:4201/")
     assert report_link(site / "index.html", site) == "http://127.0.0.1:4201/report/index.html"
     assert report_link(tmp_path / "elsewhere" / "index.html", site).startswith("file://")  # not what it serves
     assert data_docs_link(benchmarks, "b1") == "http://127.0.0.1:4201/builds/b1/gx/index.html"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pyarrow.parquet as pq
 
 from ehrbench.agents.config import AgentConfig
+from ehrbench.layout import AuditTaskLayout
 from ehrbench.tasks import Agent, AgentAnswer, Gold, TaskView
 
 
@@ -20,7 +21,7 @@ class OracleAgent:
     def run(self, view: TaskView) -> AgentAnswer:
         gold = self._gold[(view.suite, view.task_id)]
         if view.suite == "dq":
-            labels = pq.read_table(gold.dq_task_dir / "gold" / "labels.parquet", columns=["table", "row_id"])
+            labels = pq.read_table(AuditTaskLayout(gold.dq_task_dir).labels, columns=["table", "row_id"])
             return AgentAnswer(flagged_rows=sorted(set(zip(*labels.to_pydict().values(), strict=True))),
                                transcript=[{"role": "agent", "content": "flagged the labelled rows"}])
         if not gold.is_answerable:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ehrbench.errors import ConfigError
 from ehrbench.llm.chat import ModelSpec
 from ehrbench.parameter_errors import one_line
 
@@ -91,7 +92,7 @@ def parse_agent(spec: str | dict, options: dict | None = None) -> AgentConfig:
     try:
         if isinstance(spec, dict):
             if options:
-                raise ValueError("options of a mapping go into its own 'options' key")
+                raise ConfigError("options of a mapping go into its own 'options' key")
             data = dict(spec)
             data.setdefault("kind", "llm" if data.get("model") else data.get("name"))
             data.setdefault("name", data["kind"] if data["kind"] in BASELINES else f"llm:{data.get('model')}")
@@ -99,17 +100,17 @@ def parse_agent(spec: str | dict, options: dict | None = None) -> AgentConfig:
         text = spec.strip()
         if text in BASELINES:
             if options:
-                raise ValueError(f"agent {text!r} takes no options")
+                raise ConfigError(f"agent {text!r} takes no options")
             return AgentConfig(name=text, kind=text)
         if not text.startswith("llm:"):
-            raise ValueError(f"unknown agent {text!r}; expected {AGENT_SPEC_FORM}")
+            raise ConfigError(f"unknown agent {text!r}; expected {AGENT_SPEC_FORM}")
         model = text.removeprefix("llm:")
         if not model.startswith(("openai:", "gemini:")):
             model = f"openai:{model}"
         return AgentConfig(name=text, kind="llm", model=model, options=LlmOptions(**(options or {})))
     except ValidationError as exc:  # raised by LlmOptions (options of a string spec) or AgentConfig (a mapping)
         model = LlmOptions if exc.title == LlmOptions.__name__ else AgentConfig
-        raise ValueError(f"agent {spec!r}: {one_line(exc, model)}") from None
+        raise ConfigError(f"agent {spec!r}: {one_line(exc, model)}") from None
 
 
 def parse_agents(specs: list[str | dict], options: dict | None = None) -> list[AgentConfig]:
@@ -119,7 +120,7 @@ def parse_agents(specs: list[str | dict], options: dict | None = None) -> list[A
     names = [agent.name for agent in agents]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise ValueError(f"agent name(s) {', '.join(duplicates)} given more than once; names must be unique in a run")
+        raise ConfigError(f"agent name(s) {', '.join(duplicates)} given more than once; names must be unique in a run")
     return agents
 
 
@@ -129,6 +130,6 @@ def parse_options(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"agent option {pair!r}: expected key=value (keys: {', '.join(LlmOptions.model_fields)})")
+            raise ConfigError(f"agent option {pair!r}: expected key=value (keys: {', '.join(LlmOptions.model_fields)})")
         options[key.strip()] = value.strip()
     return options

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ehrbench.agents.tools.base import Toolbox
-from ehrbench.llm.tools import ToolCall, ToolChatModel, ToolSpec, Usage, assistant_message, tool_result_message
+from ehrbench.llm.tool_chat import ToolCall, ToolChatModel, ToolSpec, Usage, assistant_message, tool_result_message
 
 # What on_text returns: the next user message, or None to end the loop.
 TextHandler = Callable[[str], str | None]

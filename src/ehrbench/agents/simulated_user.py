@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ehrbench.llm.chat import endpoint_name
-from ehrbench.llm.tools import ChatTurn, ToolChatModel, Usage
+from ehrbench.llm.tool_chat import ChatTurn, ToolChatModel, Usage
 from ehrbench.llm.verdicts import verdict
 
 STOP_TOKEN = "###STOP###"

@@ -31,8 +31,9 @@ from ehrbench.cli.checks import (
 )
 from ehrbench.cli.data_tools import dq_app, fhir_app, questions_app
 from ehrbench.cli.prefect_runs import check_prefect_api, flow_failures, following_flows, use_prefect
+from ehrbench.layout import DataLayout
 from ehrbench.publish import latest_build_id, published_builds
-from ehrbench.settings import DataLayout, EvaluationParameters, ReportParameters, default_data_dir
+from ehrbench.settings import EvaluationParameters, ReportParameters, default_data_dir
 
 Verbose = Annotated[bool, typer.Option(
     "--verbose", "-v", help="Print every log line of the Prefect runs instead of a line per stage.")]

@@ -12,8 +12,10 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.text import Text
 
+from ehrbench.environment import variable
+from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.parameter_errors import Loc, one_line
-from ehrbench.settings import RUN_ID_FORM, BuildParameters, DataLayout, default_data_dir, is_run_id
+from ehrbench.settings import RUN_ID_FORM, BuildParameters, default_data_dir, is_run_id
 
 # Messages echo user text (agent specs, paths): no markup, no emoji codes, no highlighting.
 err = Console(stderr=True, markup=False, emoji=False, highlight=False)
@@ -58,7 +60,7 @@ def check_run_id(run_id: str, option: str = "--run-id") -> None:
 def check_build(layout: DataLayout, build: str) -> None:
     """`build` names a published build (a folder with manifest.json) the way the flows resolve it."""
     folder = layout.build_folder(build)
-    if (folder / "manifest.json").is_file():
+    if BuildLayout(folder).manifest.is_file():
         return
     if build == "latest":
         refuse(f"--build: no published build in {layout.benchmarks}; run 'ehrbench build' first")
@@ -122,17 +124,16 @@ def build_parameters(given: dict[str, Any]) -> BuildParameters:
     except ValidationError as exc:
         refuse(one_line(exc, BuildParameters, option_name))
     _check_shifted_time(parameters)
-    for field, variable in (("mimic_iv_dir", "EHRBENCH_MIMIC_IV_DIR"), ("eicu_dir", "EHRBENCH_EICU_DIR"),
-                            ("ehrsql2024_dir", "EHRBENCH_EHRSQL2024_DIR")):
+    for field in ("mimic_iv_dir", "eicu_dir", "ehrsql2024_dir"):
         path: Path | None = getattr(parameters, field)
         if path is not None and not path.is_dir():
-            source = "--" + field.replace("_", "-") if given.get(field) else f"${variable}"
+            source = "--" + field.replace("_", "-") if given.get(field) else f"${variable(field)}"
             refuse(f"{source}: {path} {'is not a directory' if path.exists() else 'does not exist'}; "
                     "expected a release directory")
     paraphrase_model = parameters.questions.paraphrase_model
     if paraphrase_model:
         from_option = given["questions"].get("paraphrase_model")
-        check_model_spec(paraphrase_model, "--paraphrase-model" if from_option else "$EHRBENCH_PARAPHRASE_MODEL")
+        check_model_spec(paraphrase_model, "--paraphrase-model" if from_option else f"${variable('paraphrase_model')}")
     if parameters.dq.recipes:  # a broken recipe file fails before any stage runs
         from ehrbench.dq.recipes import load_recipes
 

@@ -10,7 +10,8 @@ import typer
 
 from ehrbench.cli.checks import EXIT_FAILED, DataDir, err, fail, refuse
 from ehrbench.errors import EhrbenchError
-from ehrbench.settings import DataLayout, default_data_dir
+from ehrbench.layout import AuditTaskLayout, BuildLayout, DataLayout
+from ehrbench.settings import default_data_dir
 
 fhir_app = typer.Typer(help="The FHIR R4 view of a build.", no_args_is_help=True, rich_markup_mode=None)
 
@@ -32,7 +33,7 @@ def fhir_serve(
 
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
     folder = layout.build_folder(build)
-    database = folder / "fhir" / "resources.duckdb"
+    database = BuildLayout(folder).fhir_resources
     if not database.is_file():
         what = "no build folder" if not folder.is_dir() else "a build without FHIR resources"
         fail(f"{what} at {folder}: expected {database} (written by builds with the FHIR view; list builds with "
@@ -114,7 +115,8 @@ def dq_audit(
 
     from ehrbench.dq.auditor import audit, flagged_rows, write_flagged_rows
 
-    data = task_dir / "data" if (task_dir / "data").is_dir() else task_dir
+    data = AuditTaskLayout(task_dir).data
+    data = data if data.is_dir() else task_dir
     if not any(data.glob("*.csv*")):
         fail(f"{data}: no tables (*.csv.gz); expected a task folder with data/", EXIT_FAILED)
     findings = audit(data)
@@ -133,14 +135,14 @@ def dq_tasks(
 
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
     folder = layout.build_folder(build)
-    tasks = sorted(p.parent for p in (folder / "dq").glob("*/instruction.md"))
+    tasks = BuildLayout(folder).dq_tasks()
     if not tasks:
         err.print(f"no data-quality tasks in {folder.resolve()} (dq/<task_id>/instruction.md)")
         return
     for task in tasks:
-        meta = task / "gold" / "task.json"
+        meta = task.task_json
         about = json.loads(meta.read_text()) if meta.is_file() else {}
-        typer.echo(f"{task.name}\t{about.get('clusters', '?')}\t{','.join(about.get('families', []))}\t"
-                   f"{task.resolve()}")
+        typer.echo(f"{task.task_id}\t{about.get('clusters', '?')}\t{','.join(about.get('families', []))}\t"
+                   f"{task.root.resolve()}")
 
 

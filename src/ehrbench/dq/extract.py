@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ehrbench.dq.row_ids import row_id
+from ehrbench.errors import MissingInputError
 from ehrbench.warehouse import connect
 
 EXTRACT_SCHEMA = "dq__mimic_iv"
@@ -47,7 +48,7 @@ def read_extract(warehouse: Path) -> Tables:
                 "where table_schema = ? and table_name = ? order by ordinal_position",
                 [EXTRACT_SCHEMA, table]).fetchall()
             if not columns:
-                raise FileNotFoundError(f"{warehouse}: no table {EXTRACT_SCHEMA}.{table}; run `dbt build --select dq`")
+                raise MissingInputError(f"{warehouse}: no table {EXTRACT_SCHEMA}.{table}; run `dbt build --select dq`")
             cells = ", ".join(_as_text(name, kind) for name, kind in columns)
             # in a stable order for the ids of identical rows; sort_rows then gives the table order
             rows = con.execute(f'select {cells} from {EXTRACT_SCHEMA}."{table}" order by all').fetchall()

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ehrbench.dq.injectors import INJECTORS
+from ehrbench.errors import ConfigError, MissingInputError
 from ehrbench.parameter_errors import one_line, path_with_positions
 from ehrbench.settings import SEED_MAX
 
@@ -87,9 +88,9 @@ def load_recipes(path: Path | None = None) -> RecipeBook:
         data = yaml.safe_load(path.read_text())
         return RecipeBook.model_validate(data)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no recipe file") from None
+        raise MissingInputError(f"{path}: no recipe file") from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not YAML: {exc}") from None
+        raise ConfigError(f"{path}: not YAML: {exc}") from None
     except ValidationError as exc:
         # named with positions (tasks.0.recipes.1.count): they say which task and recipe
-        raise ValueError(f"{path}: invalid recipes: {one_line(exc, RecipeBook, path_with_positions)}") from None
+        raise ConfigError(f"{path}: invalid recipes: {one_line(exc, RecipeBook, path_with_positions)}") from None

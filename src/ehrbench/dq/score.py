@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ehrbench.errors import MissingInputError
+from ehrbench.layout import AuditTaskLayout
+
 PASS_RECALL = 1.0
 PASS_PRECISION = 0.01
 LABEL_COLUMNS = ("table", "row_id", "cluster_id", "family", "subtype", "field", "original_value", "corrupted_value")
@@ -64,9 +67,9 @@ class Score:
 def read_labels(task_dir: Path) -> list[dict]:
     """The hidden labels of a task (`gold/labels.parquet`); a missing or incomplete file is an error of the task,
     not of the submission."""
-    path = task_dir / "gold" / "labels.parquet"
+    path = AuditTaskLayout(task_dir).labels
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no labels; expected a task folder with gold/labels.parquet")
+        raise MissingInputError(f"{path}: no labels; expected a task folder with gold/labels.parquet")
     table = pq.read_table(path)
     missing = [c for c in LABEL_COLUMNS if c not in table.column_names]
     if missing:

@@ -24,6 +24,7 @@ from ehrbench.dq.extract import ROW_ID
 from ehrbench.dq.inject import InjectedTask
 from ehrbench.dq.instructions import FORBIDDEN_NAMES, instruction
 from ehrbench.errors import ValidationError
+from ehrbench.layout import AuditTaskLayout
 
 VARIANTS = ("base", "clues")
 LABEL_SCHEMA = pa.schema([(name, pa.string()) for name in (
@@ -57,10 +58,10 @@ def write_task(injected: InjectedTask, dq_dir: Path, seed: int) -> list[WrittenT
     base = dq_dir / folder_name(task.id, "base")
     if base.exists():
         raise FileExistsError(f"{base}: a task folder of that name exists already")
-    (base / "data").mkdir(parents=True)
+    AuditTaskLayout(base).data.mkdir(parents=True)
     described = {}
     for table, frame in injected.tables.items():
-        _write_csv(frame, base / "data" / f"{table}.csv.gz")
+        _write_csv(frame, AuditTaskLayout(base).data_file(table))
         described[table] = (len(frame), [c for c in frame.columns if c != ROW_ID])
     clues: dict[str, list[str]] = {}
     for label in injected.labels:
@@ -71,16 +72,17 @@ def write_task(injected: InjectedTask, dq_dir: Path, seed: int) -> list[WrittenT
     written = []
     for variant in VARIANTS:
         folder = dq_dir / folder_name(task.id, variant)
+        files = AuditTaskLayout(folder)
         if variant != "base":
-            shutil.copytree(base / "data", folder / "data")
-        (folder / "instruction.md").write_text(
+            shutil.copytree(AuditTaskLayout(base).data, files.data)
+        files.instruction.write_text(
             instruction(task.families, described, {s: sorted(t) for s, t in clues.items()} if variant == "clues"
                         else None))
-        (folder / "gold").mkdir()
-        _write_labels(injected.labels, folder / "gold" / "labels.parquet")
+        files.gold.mkdir()
+        _write_labels(injected.labels, files.labels)
         entry = WrittenTask(folder.name, task.id, variant, folder, task.families, injected.clusters,
                             len(injected.labels), injected.shortfalls)
-        (folder / "gold" / "task.json").write_text(json.dumps(
+        files.task_json.write_text(json.dumps(
             {**entry.to_dict(dq_dir), "seed": seed, "recipe": task.model_dump()}, indent=2, sort_keys=True) + "\n")
         if variant == "base":
             verify_task(folder, injected.labels)
@@ -106,7 +108,7 @@ def read_task_tables(folder: Path) -> dict[str, pd.DataFrame]:
     """A task's agent-visible tables as text ('' for an empty cell), by file name."""
     return {path.name.removesuffix(".csv.gz"):
             pd.read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
-            for path in sorted((folder / "data").glob("*.csv.gz"))}
+            for path in sorted(AuditTaskLayout(folder).data.glob("*.csv.gz"))}
 
 
 def verify_task(folder: Path, labels: list[Label]) -> None:
@@ -136,8 +138,8 @@ def verify_task(folder: Path, labels: list[Label]) -> None:
 
 def verify_copy(folder: Path, base: Path) -> None:
     """A variant folder holds the base variant's data files byte for byte, and names no source dataset."""
-    problems = [f"data/{path.name} differs from {base.name}'s" for path in sorted((base / "data").glob("*"))
-                if not filecmp.cmp(path, folder / "data" / path.name, shallow=False)]
+    problems = [f"data/{path.name} differs from {base.name}'s" for path in sorted(AuditTaskLayout(base).data.glob("*"))
+                if not filecmp.cmp(path, AuditTaskLayout(folder).data / path.name, shallow=False)]
     problems += forbidden_names(folder, data=False)
     if problems:
         raise ValidationError(f"{folder}: {len(problems)} problem(s) in the written audit task: "
@@ -147,7 +149,8 @@ def verify_copy(folder: Path, base: Path) -> None:
 def forbidden_names(folder: Path, data: bool = True) -> list[str]:
     """Agent-visible places (paths, instruction, headers and cells) that name a source dataset or project."""
     found = []
-    visible = [folder / "instruction.md", *(sorted((folder / "data").glob("*")) if data else [])]
+    files = AuditTaskLayout(folder)
+    visible = [files.instruction, *(sorted(files.data.glob("*")) if data else [])]
     for path in visible:
         text = path.relative_to(folder.parent.parent).as_posix().encode()
         if path.is_file():
@@ -161,7 +164,7 @@ def forbidden_names(folder: Path, data: bool = True) -> list[str]:
 
 def write_oracle(folder: Path, path: Path) -> Path:
     """The gold submission of a task (every labelled row): it must pass."""
-    labels = pq.read_table(folder / "gold" / "labels.parquet", columns=["table", "row_id"]).to_pylist()
+    labels = pq.read_table(AuditTaskLayout(folder).labels, columns=["table", "row_id"]).to_pylist()
     buffer = io.StringIO()
     buffer.write("table,_row_id\n")
     for pair in sorted({(label["table"], label["row_id"]) for label in labels}):

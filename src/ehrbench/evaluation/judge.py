@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from ehrbench.llm.chat import endpoint_name
-from ehrbench.llm.tools import ToolChatModel, Usage
+from ehrbench.llm.tool_chat import ToolChatModel, Usage
 from ehrbench.llm.verdicts import verdict
 from ehrbench.metrics.answers import answer_matches
 

@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ehrbench.errors import ResultPartError
+from ehrbench.errors import ConfigError, MissingInputError, ResultPartError
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ RESUME_COLUMNS = (*REQUIRED_COLUMNS, "build_id", "ended_at")
 class ResultStore:
     def __init__(self, results_root: Path, run_id: str) -> None:
         if not run_id or "/" in run_id or run_id.startswith("."):
-            raise ValueError(f"run id {run_id!r}: expected a plain name (no '/', not starting with '.')")
+            raise ConfigError(f"run id {run_id!r}: expected a plain name (no '/', not starting with '.')")
         self.run_id = run_id
         self.folder = Path(results_root) / f"run_id={run_id}"
 
@@ -163,7 +163,7 @@ def run_parts(run_folder: Path) -> list[Path]:
     """The parts of a run folder, for readers; a folder without any is an error naming it."""
     parts = _in_write_order(Path(run_folder).glob("part-*.parquet"))
     if not parts:
-        raise FileNotFoundError(f"{run_folder}: no results (part-*.parquet); run `ehrbench evaluate` first")
+        raise MissingInputError(f"{run_folder}: no results (part-*.parquet); run `ehrbench evaluate` first")
     return parts
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ehrbench.errors import ConfigError, MissingInputError
 from ehrbench.fhir.ids import resource_id
 from ehrbench.profiles import BenchmarkDatabase
 from ehrbench.questions.templates import PROFILE_OF
@@ -23,7 +24,7 @@ def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | N
     sample for the same seed, whatever else changes)."""
     unknown = sorted(set(suites) - set(SUITES))
     if unknown:
-        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; expected some of {', '.join(SUITES)}")
+        raise ConfigError(f"unknown suite(s) {', '.join(unknown)}; expected some of {', '.join(SUITES)}")
     tasks: list[EvalTask] = []
     for suite in suites:
         found = _dq_tasks(build_dir) if suite == "dq" else _question_tasks(build_dir, suite)
@@ -37,7 +38,7 @@ def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | N
 def _question_tasks(build_dir: Path, suite: str) -> list[EvalTask]:
     path = build_dir / "questions" / "questions.parquet"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no questions; expected a build folder with questions/questions.parquet")
+        raise MissingInputError(f"{path}: no questions; expected a build folder with questions/questions.parquet")
     columns = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
                "gold_sql_duckdb", "fhir_ids", "slot_values"]
     rows = [r for r in pq.read_table(path, columns=columns).to_pylist() if r["suite"] == suite]

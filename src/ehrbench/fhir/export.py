@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from ehrbench.fhir.validation import ValidationReport, validate_resources
+from ehrbench.layout import BuildLayout
 
 # The schema of the FHIR view's dbt models (dbt_project/models/fhir/mimic_iv/): every table in it is one resource
 # table with the columns below, so a new model is exported without a change here.
@@ -32,9 +33,9 @@ class FhirExport:
 def export_fhir(warehouse: Path, build_dir: Path, *, seed: int = 0, validate_limit: int = 200_000) -> FhirExport:
     """Write the FHIR files of a build and validate the resources: all of them up to `validate_limit`, else every
     resource of a seeded sample of patients sized to about `validate_limit` resources."""
-    folder = build_dir / "fhir"
-    folder.mkdir(parents=True, exist_ok=True)
-    database = folder / "resources.duckdb"
+    build = BuildLayout(build_dir)
+    build.fhir.mkdir(parents=True, exist_ok=True)
+    database = build.fhir_resources
     if database.exists():
         raise FileExistsError(f"{database} exists; files of a build are written once")
     con = duckdb.connect(str(database))
@@ -50,7 +51,7 @@ def export_fhir(warehouse: Path, build_dir: Path, *, seed: int = 0, validate_lim
         counts = dict(con.execute("select resource_type, count(*) from resources group by 1 order by 1").fetchall())
         files = {"duckdb": str(database.relative_to(build_dir))}
         for resource_type in counts:
-            path = folder / f"{resource_type}.ndjson.gz"
+            path = build.fhir_ndjson(resource_type)
             _write_ndjson(con, resource_type, path)
             files[resource_type] = str(path.relative_to(build_dir))
         result = FhirExport(counts=counts, files=files)
@@ -68,7 +69,7 @@ def export_fhir(warehouse: Path, build_dir: Path, *, seed: int = 0, validate_lim
         result.validation = validate_resources(_stream(texts))
     except BaseException:
         con.close()
-        for path in folder.glob("*"):
+        for path in build.fhir.glob("*"):
             path.unlink()
         raise
     con.close()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ehrbench.errors import EhrbenchError
+from ehrbench.errors import ConfigError, EhrbenchError
 
 if TYPE_CHECKING:
     import openai
@@ -76,9 +76,9 @@ class ModelSpec:
     def parse(cls, spec: str) -> ModelSpec:
         match = _SPEC.match(spec.strip())
         if not match or match["provider"] not in PROVIDERS:
-            raise ValueError(f"model spec {spec!r} is not of the form {SPEC_FORM}")
+            raise ConfigError(f"model spec {spec!r} is not of the form {SPEC_FORM}")
         if match["provider"] == "gemini" and match["base_url"]:
-            raise ValueError(f"model spec {spec!r}: a Gemini model takes no base URL (expected {SPEC_FORM})")
+            raise ConfigError(f"model spec {spec!r}: a Gemini model takes no base URL (expected {SPEC_FORM})")
         return cls(match["provider"], match["model"], match["base_url"])
 
     def __str__(self) -> str:
@@ -180,7 +180,7 @@ class GeminiChat:
         self.model, self.timeout_s = model, timeout_s
         api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not api_key:
-            raise ValueError(f"gemini:{model} needs an API key: pass one or set GEMINI_API_KEY (or GOOGLE_API_KEY)")
+            raise ConfigError(f"gemini:{model} needs an API key: pass one or set GEMINI_API_KEY (or GOOGLE_API_KEY)")
         # imported here, not at the top: google-genai takes seconds to import and only Gemini runs need it
         from google import genai
         from google.genai import types as genai_types
@@ -248,7 +248,7 @@ def embedding_model(spec: str, *, api_key: str | None = None, timeout_s: float =
     """The embedding model a spec names; only OpenAI-compatible endpoints (`openai:<model>[@<base_url>]`)."""
     parsed = ModelSpec.parse(spec)
     if parsed.provider != "openai":
-        raise ValueError(f"embedding model spec {spec!r}: only openai:<model>[@<base_url>] endpoints embed")
+        raise ConfigError(f"embedding model spec {spec!r}: only openai:<model>[@<base_url>] endpoints embed")
     return OpenAIEmbeddings(parsed.model, base_url=parsed.base_url, api_key=api_key, timeout_s=timeout_s,
                             max_retries=max_retries)
 
@@ -259,7 +259,7 @@ def _client(base_url: str | None, api_key: str | None, timeout_s: float, max_ret
     hand-written loop would have to reimplement."""
     api_key = api_key or os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_API_KEY if base_url else None)
     if not api_key:
-        raise ValueError("an OpenAI model needs an API key: pass one or set OPENAI_API_KEY "
+        raise ConfigError("an OpenAI model needs an API key: pass one or set OPENAI_API_KEY "
                          "(a local server named with @<base_url> needs none)")
     return openai_sdk().OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ehrbench.errors import EhrbenchError
-from ehrbench.profiles import BenchmarkDatabase
+from ehrbench.layout import BuildLayout
 from ehrbench.questions.generate import GeneratedQuestion, GenerationSettings, generate_questions
 from ehrbench.questions.templates import DATABASES, PROFILE_OF, TEMPLATES_DIR, load_templates
 
@@ -21,15 +21,16 @@ DEFAULT_CURRENT_TIME = "2100-12-31 23:59:00"
 
 def build_databases(build_dir: Path, database: str) -> tuple[Path, Path, datetime]:
     """The agent-facing DuckDB and SQLite files of `database` (mimic_iv / eicu) in a build, and its current time."""
-    profile, name, var_group = PROFILE_OF[database]
-    duckdb_path, sqlite_path = BenchmarkDatabase(profile, name).files(build_dir)
+    target = PROFILE_OF[database]
+    duckdb_path, sqlite_path = target.benchmark.files(build_dir)
     if not duckdb_path.is_file() or not sqlite_path.is_file():
-        raise EhrbenchError(f"{build_dir} has no {profile}/{name} database files ({duckdb_path.name}, "
-                            f"{sqlite_path.name} under db/{profile}/); is it a build folder?")
+        raise EhrbenchError(f"{build_dir} has no {target.profile}/{target.database} database files "
+                            f"({duckdb_path.name}, {sqlite_path.name} under db/{target.profile}/); is it a build "
+                            "folder?")
     current = DEFAULT_CURRENT_TIME
-    manifest = build_dir / "manifest.json"
-    if manifest.is_file():
-        current = json.loads(manifest.read_text()).get("profile_vars", {}).get(var_group, {}).get(
+    manifest = BuildLayout(build_dir).manifest
+    if manifest.is_file():  # an older build's manifest may lack a var group: read it as the JSON it is
+        current = json.loads(manifest.read_text()).get("profile_vars", {}).get(target.var_group, {}).get(
             "current_time", current)
     return duckdb_path, sqlite_path, datetime.strptime(current, "%Y-%m-%d %H:%M:%S")
 

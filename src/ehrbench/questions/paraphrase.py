@@ -13,7 +13,6 @@ order of the questions); model replies are cached by prompt, so a rerun gets the
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ from pydantic import BaseModel, Field, field_validator
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
+from ehrbench.environment import environment
 from ehrbench.llm import (
     CachedChat,
     CachedEmbeddings,
@@ -263,12 +263,12 @@ class ParaphraseSettings(BaseModel):
                          **overrides) -> ParaphraseSettings:
         """Settings from `overrides` (flow parameters; None or "" = not given), else EHRBENCH_PARAPHRASE_MODEL,
         EHRBENCH_PARAPHRASE_CACHE and EHRBENCH_EMBEDDING_MODEL, else the defaults."""
-        environ = os.environ if environ is None else environ
+        env = environment(environ)
         values = {name: value for name, value in overrides.items() if value not in (None, "")}
-        for name, variable in (("model", "EHRBENCH_PARAPHRASE_MODEL"), ("cache_path", "EHRBENCH_PARAPHRASE_CACHE"),
-                               ("embedding_model", "EHRBENCH_EMBEDDING_MODEL")):
-            if name not in values and environ.get(variable):
-                values[name] = environ[variable]
+        for name, value in (("model", env.paraphrase_model), ("cache_path", env.paraphrase_cache),
+                            ("embedding_model", env.embedding_model)):
+            if name not in values and value:
+                values[name] = value
         values.setdefault("cache_path", Path(data_dir) / "cache" / "llm.sqlite")
         return cls(**values)
 

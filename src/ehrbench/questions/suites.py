@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ehrbench.fhir.ground_truth import Grounding
+from ehrbench.layout import BuildLayout
 from ehrbench.questions.generate import QUESTION_SCHEMA, GeneratedQuestion
 
 FHIR_DATABASE = "mimic_iv"
@@ -51,7 +52,7 @@ def fhir_questions(questions: Iterable[GeneratedQuestion], groundings: Iterable[
 
 
 def write_questions(questions: Iterable[GeneratedQuestion], build_dir: Path) -> str:
-    path = build_dir / "questions" / "questions.parquet"
+    path = BuildLayout(build_dir).questions
     table = pa.Table.from_pylist([q.to_dict() for q in questions], schema=QUESTION_SCHEMA)
     write_once(path, lambda tmp: pq.write_table(table, tmp))
     return str(path.relative_to(build_dir))
@@ -60,7 +61,7 @@ def write_questions(questions: Iterable[GeneratedQuestion], build_dir: Path) -> 
 def write_ehrsql2024_export(questions: Iterable[GeneratedQuestion], build_dir: Path) -> dict[str, str]:
     """The MIMIC-IV ehrsql questions in EHRSQL-2024's files, so its scorer and agents run on them unchanged."""
     items = [q for q in questions if q.suite == "ehrsql" and q.db == FHIR_DATABASE]
-    folder = build_dir / "exports" / "ehrsql2024"
+    folder = BuildLayout(build_dir).ehrsql2024_export
     contents = {
         "data.json": {"version": EHRSQL2024_VERSION,
                       "data": [{"id": q.question_id, "question": q.question} for q in items]},

@@ -30,12 +30,13 @@ import re
 import string
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ehrbench.errors import EhrbenchError
+from ehrbench.profiles import BenchmarkDatabase, VarGroup
 from ehrbench.questions.operators import OPERATORS
 from ehrbench.questions.time_filters import EXACT_KINDS, GLOBAL_FAMILIES, WITHIN_KINDS
 
@@ -195,9 +196,20 @@ def load_templates(directory: Path = TEMPLATES_DIR) -> list[Template]:
     return templates
 
 
-# The benchmark database (profile, database) each template database key runs on, and the dbt var group that
-# holds its current time.
-PROFILE_OF: dict[str, tuple[str, str, str]] = {
-    "mimic_iv": ("ehrsql2024", "mimic_iv", "ehrsql2024"),
-    "eicu": ("ehrsql_eicu", "eicu", "ehrsql_eicu"),
+class ProfileDatabase(NamedTuple):
+    """The benchmark database a template database key runs on (`db/<profile>/<database>` of a build), and the dbt
+    var group that holds its current time (`ProfileVars.time_shift(var_group)`)."""
+
+    profile: str
+    database: str
+    var_group: VarGroup
+
+    @property
+    def benchmark(self) -> BenchmarkDatabase:
+        return BenchmarkDatabase(self.profile, self.database)
+
+
+PROFILE_OF: dict[str, ProfileDatabase] = {
+    "mimic_iv": ProfileDatabase(profile="ehrsql2024", database="mimic_iv", var_group="ehrsql2024"),
+    "eicu": ProfileDatabase(profile="ehrsql_eicu", database="eicu", var_group="ehrsql_eicu"),
 }

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 
 from ehrbench.dq.score import read_submission
+from ehrbench.errors import MissingInputError
 from ehrbench.evaluation import results
 from ehrbench.evaluation.results import load_trials, readable_parts
 from ehrbench.reports import aggregates, catalog
@@ -37,7 +38,7 @@ def newest_run(results_root: Path) -> str:
     """The id of the run with the most recently written results."""
     runs = [p for p in Path(results_root).glob("run_id=*") if any(p.glob("part-*.parquet"))]
     if not runs:
-        raise FileNotFoundError(f"{results_root}: no evaluation runs; run `ehrbench evaluate` first")
+        raise MissingInputError(f"{results_root}: no evaluation runs; run `ehrbench evaluate` first")
     # lstat: a FIFO or a dangling symlink named like a part is only looked at, never opened or followed
     newest = max(runs, key=lambda p: max(part.lstat().st_mtime for part in p.glob("part-*.parquet")))
     return newest.name.removeprefix("run_id=")

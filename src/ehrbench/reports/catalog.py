@@ -18,6 +18,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from ehrbench.dq.score import read_labels
+from ehrbench.layout import BuildLayout
 from ehrbench.reports.model import BuildInfo
 
 FACETS_SQL = """
@@ -41,7 +42,7 @@ union all select 'dq', task_id, 'dq_variant', variant from dq_tasks
 
 def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> None:
     """Create `task_text` and `task_facets` for `build_dir` (empty when it is None or has no tasks)."""
-    questions = build_dir / "questions" / "questions.parquet" if build_dir else None
+    questions = BuildLayout(build_dir).questions if build_dir else None
     if questions is not None and questions.is_file():
         con.execute("create or replace temp table questions as select * from read_parquet(?)", [str(questions)])
     else:
@@ -51,10 +52,10 @@ def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> No
                        answer_text varchar, fhir_ids varchar[])""")
     con.execute("create or replace temp table dq_tasks (task_id varchar, instruction varchar, family varchar, "
                 "variant varchar)")
-    for folder in sorted((build_dir / "dq").glob("*/instruction.md")) if build_dir else []:
-        task_id = folder.parent.name
+    for task in BuildLayout(build_dir).dq_tasks() if build_dir else []:
+        task_id = task.task_id
         con.execute("insert into dq_tasks values (?, ?, ?, ?)",
-                    [task_id, folder.read_text(), task_id.removesuffix("_clues"),
+                    [task_id, task.instruction.read_text(), task_id.removesuffix("_clues"),
                      "clues" if task_id.endswith("_clues") else "base"])
     con.execute("""
         create or replace temp table task_text as
@@ -76,23 +77,24 @@ def task_facets(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], dict[st
 
 def dq_labels(build_dir: Path | None, task_id: str) -> list[dict]:
     """The hidden labels of a data-quality task (the report is for the benchmark's authors, not its agents)."""
-    task_dir = build_dir / "dq" / task_id if build_dir else None
-    if task_dir is None or not (task_dir / "gold" / "labels.parquet").is_file():
+    task = BuildLayout(build_dir).dq_task(task_id) if build_dir else None
+    if task is None or not task.labels.is_file():
         return []
-    return read_labels(task_dir)
+    return read_labels(task.root)
 
 
 def build_info(build_dir: Path | None, build_id: str) -> BuildInfo | None:
     """The build's manifest and quarantine (None when the build folder is gone)."""
-    if build_dir is None or not (build_dir / "manifest.json").is_file():
+    build = BuildLayout(build_dir) if build_dir is not None else None
+    if build is None or not build.manifest.is_file():
         return None
-    manifest = json.loads((build_dir / "manifest.json").read_text())
+    manifest = json.loads(build.manifest.read_text())
     quarantine: list[dict] = []
-    for path in sorted((build_dir / "quarantine").glob("*.parquet")):
+    for path in sorted(build.quarantine.glob("*.parquet")):
         columns = [c for c in ("question_id", "suite", "db", "template_id", "failed_expectations")
                    if c in pq.read_schema(path).names]
         quarantine += [{**row, "artefact": path.stem} for row in pq.read_table(path, columns=columns).to_pylist()]
-    data_docs = "gx/index.html" if (build_dir / "reports" / "gx" / "index.html").is_file() else None
+    data_docs = "gx/index.html" if build.gx_index.is_file() else None
     return BuildInfo(build_id=manifest.get("build_id", build_id), manifest=manifest, quarantine=quarantine,
                      data_docs=data_docs)
 

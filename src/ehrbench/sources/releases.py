@@ -8,11 +8,13 @@ against the demo files' headers.
 from __future__ import annotations
 
 import csv
-import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Literal
+
+from ehrbench.environment import environment
+from ehrbench.errors import ConfigError
 
 Dataset = Literal["mimic_iv", "eicu"]
 Edition = Literal["demo", "full"]
@@ -72,9 +74,9 @@ def release_for(dataset: Dataset, edition: Edition = "demo") -> Release:
     try:
         release = _RELEASES[(dataset, edition)]
     except KeyError:
-        raise ValueError(f"unknown release {dataset}/{edition}; expected dataset in {DATASETS}, "
+        raise ConfigError(f"unknown release {dataset}/{edition}; expected dataset in {DATASETS}, "
                          "edition 'demo' or 'full'") from None
-    override = os.environ.get(f"EHRBENCH_{dataset.upper()}_URL")
+    override = environment().release_url(dataset)
     if override:
         release = Release(dataset, edition, release.version, override.rstrip("/") + "/", release.credentialed)
     return release

@@ -12,7 +12,6 @@ Only those: a build's databases, hidden gold and the raw files are never served.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 
@@ -22,13 +21,15 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-FILES_URL_VARIABLE = "EHRBENCH_FILES_URL"
+from ehrbench.environment import environment
+from ehrbench.layout import BuildLayout
+
 _BUILD_ID = re.compile(r"[0-9A-Za-z_.-]+")
 
 
 def files_url() -> str | None:
     """The static server's base URL when one serves this data directory (`make server`), else None."""
-    url = os.environ.get(FILES_URL_VARIABLE, "").strip()
+    url = (environment().files_url or "").strip()
     return url.rstrip("/") or None
 
 
@@ -45,7 +46,7 @@ def data_docs_link(benchmarks: Path, build_id: str) -> str:
     base = files_url()
     if base:
         return f"{base}/builds/{build_id}/gx/index.html"
-    return (benchmarks / build_id / "reports" / "gx" / "index.html").resolve().as_uri()
+    return BuildLayout(benchmarks / build_id).gx_index.resolve().as_uri()
 
 
 def create_app(benchmarks: Path, report_dir: Path) -> Starlette:
@@ -58,7 +59,7 @@ def create_app(benchmarks: Path, report_dir: Path) -> Starlette:
         build_id = request.path_params["build_id"]
         if not _BUILD_ID.fullmatch(build_id) or build_id.endswith(".tmp") or build_id.startswith("."):
             raise HTTPException(404, "no such build")
-        return _file(benchmarks / build_id / "reports" / "gx", request.path_params["path"])
+        return _file(BuildLayout(benchmarks / build_id).gx_docs, request.path_params["path"])
 
     async def home(request: Request) -> Response:
         return RedirectResponse("/report/index.html")

@@ -4,7 +4,13 @@ A suite file names a warehouse schema and, per table, GX expectation configurati
 
     {"name": "staging_mimic_iv", "schema": "staging_mimic_iv",
      "tables": {"stg_mimic_iv__patients": {"source_table": "patients",
-                "expectations": [{"type": "expect_column_values_to_be_unique", "kwargs": {"column": "subject_id"}}]}}}
+                "expectations": [{"type": "expect_column_values_to_be_between",
+                                  "kwargs": {"column": "anchor_age", "min_value": 18, "max_value": 91}}]}}}
+
+Schema tests (not null, unique, accepted values, relationships) live in dbt's YAML next to the models; the staging
+suites check what those cannot say well: value distributions and ranges, row-count ranges and relations between
+columns (tests/unit/test_staging_suites.py fails on an expectation that repeats a dbt test). A suite may carry a
+`meta` object (notes for readers); it is not sent to GX.
 
 Row-count expectations are skipped for tables whose raw source was absent (an optional table),
 and the skip is reported.
@@ -86,8 +92,12 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
             batch = asset.add_batch_definition_whole_table("all").get_batch()
             gx_suite = gx.ExpectationSuite(name=f"{suite['name']}.{table}")
             for item in configs:
-                gx_suite.add_expectation_configuration(
-                    ExpectationConfiguration(type=item["type"], kwargs=item.get("kwargs", {})))
+                # add_expectation, not add_expectation_configuration: the latter upserts by domain (type + column,
+                # or the table for unexpected_rows_expectation), so a second one would silently replace the first
+                gx_suite.add_expectation(
+                    ExpectationConfiguration(type=item["type"], kwargs=item.get("kwargs", {})).to_domain_obj())
+            if len(gx_suite.expectations) != len(configs):
+                raise ValidationError(f"{suite['name']}: {table} lists an expectation twice")
             result = batch.validate(gx_suite, result_format="SUMMARY")
             for r in result.results:
                 kwargs = r.expectation_config.kwargs
@@ -95,7 +105,7 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
                 observed = r.result.get("observed_value")
                 outcomes.append(ExpectationOutcome(
                     table=table, expectation=r.expectation_config.type,
-                    column=kwargs.get("column") or kwargs.get("description"),
+                    column=outcome_label(kwargs) or r.expectation_config.description,
                     success=bool(r.success), observed=None if observed is None else str(observed),
                     unexpected_count=r.result.get("unexpected_count"), error=error))
     finally:
@@ -104,6 +114,22 @@ def validate_suite(suite: dict, warehouse: Path, *, absent_sources: Iterable[str
     failed = [o for o in outcomes if not o.success]
     return SuiteResult(name=suite["name"], success=not failed, evaluated=len(outcomes), failed=failed,
                        skipped=skipped, outcomes=outcomes)
+
+
+def outcome_label(kwargs: dict) -> str | None:
+    """What an outcome checked, for reports: its column(s) or description, and the rows it was restricted to, e.g.
+    `valuenum where itemid == 220045` or `dischtime, admittime`."""
+    label = (kwargs.get("column")
+             or (", ".join(kwargs[k] for k in ("column_A", "column_B")) if kwargs.get("column_A") else None)
+             or (", ".join(kwargs["column_list"]) if kwargs.get("column_list") else None)
+             or kwargs.get("description"))
+    condition = kwargs.get("row_condition")
+    if label and condition:
+        if isinstance(condition, dict) and condition.get("type") == "comparison":  # GX's serialized Condition
+            condition = (f"{condition['column']['name']} {condition['operator']} "
+                         f"{json.dumps(condition['parameter'], ensure_ascii=False)}")
+        label += f" where {condition}"
+    return label
 
 
 def exception_message(info: dict | None) -> str | None:

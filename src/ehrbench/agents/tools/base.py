@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ehrbench.llm.tools import ToolCall, ToolSpec
+from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 
 DEFAULT_MAX_CHARS = 6000
 ERROR_PREFIX = "Error: "

@@ -22,7 +22,7 @@ from ehrbench.agents.tools.base import (
     truncated,
 )
 from ehrbench.agents.tools.similarity import ValueSimilarity
-from ehrbench.llm.tools import ToolCall, ToolSpec
+from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 
 DEFAULT_K = 100
 SAMPLE_ROWS = 3
@@ -130,6 +130,11 @@ class DatabaseTools:
     @property
     def tables(self) -> list[str]:
         return list(self._columns)
+
+    @property
+    def catalog(self) -> dict[str, list[tuple[str, str]]]:
+        """Table → its (column, type) pairs in catalog order, tables by name."""
+        return {table: list(columns) for table, columns in self._columns.items()}
 
     def call(self, call: ToolCall) -> str:
         return dispatch(self._tools, call, expected=(SqlError,))

@@ -17,7 +17,7 @@ from ehrbench.agents.tools.base import DEFAULT_MAX_CHARS, Tool, ToolError, dispa
 from ehrbench.fhir.search import SearchIndex
 from ehrbench.fhir.search_params import WITHOUT_PATIENT, SearchError, parse_search
 from ehrbench.fhir.search_params import query_string as page_query_string
-from ehrbench.llm.tools import ToolCall, ToolSpec
+from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 
 # The most resources one get_resources_by_patient call returns (a patient's Observations can run to thousands).
 MAX_PATIENT_RESOURCES = 5000

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from ehrbench.layout import BuildLayout
 from ehrbench.questions.generate import GeneratedQuestion
 from ehrbench.questions.interactive.suite import SUITE
 from ehrbench.questions.suites import write_once
@@ -23,7 +24,7 @@ def chatqa_export(tasks: Iterable[GeneratedQuestion], build_dir: Path) -> dict[s
     for task in tasks:
         if task.suite == SUITE:
             groups.setdefault(f"{task.db}_{task.extra['task_type']}", []).append(task)
-    folder = build_dir / "exports" / "chatqa"
+    folder = BuildLayout(build_dir).chatqa_export
     names = [f"{group}.json" for group in sorted(groups)] + ["task_ids.json"]
     if existing := [name for name in names if (folder / name).exists()]:
         raise FileExistsError(f"{folder}: {existing} exist; chatqa exports of a build are written once")

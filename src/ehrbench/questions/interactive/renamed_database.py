@@ -29,8 +29,7 @@ class _RenamedDatabase:
             column: rename.table_name_values()
             for column in TABLE_NAME_COLUMNS.get(database, ()) if rename.has_table(column[0])}
         renamed_duckdb, renamed_sqlite = BenchmarkDatabase(RENAMED_PROFILE, database).files(build_dir)
-        profile, name, _ = PROFILE_OF[database]
-        compat_duckdb, _ = BenchmarkDatabase(profile, name).files(build_dir)
+        compat_duckdb, _ = PROFILE_OF[database].benchmark.files(build_dir)
         self.duckdb = duckdb.connect(str(renamed_duckdb), read_only=True)
         self.compat = duckdb.connect(str(compat_duckdb), read_only=True)
         self.sqlite = sqlite3.connect(f"file:{renamed_sqlite}?mode=ro", uri=True)

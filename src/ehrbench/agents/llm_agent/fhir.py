@@ -1,0 +1,46 @@
+"""The `fhir` suite (FHIR-AgentBench): retriever, search-query or code-interpreter tools (`fhir_variant`) over the
+build's FHIR resources, then `submit_answer(answer)` in free text or `abstain`; the resources the agent retrieved are
+its retrieval, scored for precision and recall.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from ehrbench.agents.llm_agent.core import ABSTAIN, LlmAgent, base_answer, prompt
+from ehrbench.agents.react import Finisher
+from ehrbench.agents.tools.fhir import FhirTools
+from ehrbench.fhir.search import SearchIndex
+from ehrbench.llm.tool_chat import ToolSpec
+from ehrbench.tasks import AgentAnswer, TaskView
+
+SUITE = "fhir"
+
+SUBMIT_TEXT = ToolSpec("submit_answer", "Give your final answer: the value(s) asked for, as short text; list several "
+                       "values separated by commas.",
+                       {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+
+
+def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
+    options = agent.config.options
+    tools = FhirTools(view.fhir_resources, index=_search_index(view.fhir_resources),
+                      variant=options.fhir_variant, isolation=agent.sandbox)
+    system = prompt("fhir_system", context=view.context or "", patient=view.patient_fhir_id or "not given")
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": view.instruction}]
+    outcome = agent.loop(messages, tools, [Finisher(SUBMIT_TEXT, lambda call: None),
+                                           Finisher(ABSTAIN, lambda call: None)])
+    answer = base_answer(outcome, messages)
+    answer.fhir_ids = tuple(tools.retrieved_ids)
+    if outcome.finish is not None and outcome.finish.name == "abstain":
+        answer.abstained = True
+    elif outcome.finish is not None:
+        answer.answer_text = str(outcome.finish.arguments.get("answer", ""))
+        answer.free_text = True
+    return answer
+
+
+@cache
+def _search_index(resources_db: Path) -> SearchIndex:
+    """The FHIR search index of a build, built once per process (it scans every resource)."""
+    return SearchIndex(resources_db)

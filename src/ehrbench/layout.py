@@ -1,0 +1,258 @@
+"""Where things live on disk, named once: the data directory (`DataLayout`) and, inside it, one build folder
+(`BuildLayout`) with an audit task's folder (`AuditTaskLayout`).
+
+A build folder's relative paths are a contract: published builds already hold them, and the evaluation, the report,
+the FHIR endpoint and other people's tools read them. tests/unit/test_layout.py pins every one of them.
+
+    <data dir>/                        DataLayout
+      raw/  warehouse.duckdb  build.lock  dbt/  logs/<build_id>/  results/run_id=<id>/
+      benchmarks/<build_id>/           BuildLayout (while it is written: <build_id>.tmp/), latest -> newest good build
+        manifest.json
+        db/<profile>/<database>.duckdb|.sqlite                               agent-facing
+        fhir/<ResourceType>.ndjson.gz, fhir/resources.duckdb                 agent-facing (FHIR tools, endpoint)
+        hidden/lineage/<profile>/<database>.parquet                          hidden
+        hidden/rename_maps/<profile>/<database>.json                         hidden
+        hidden/fhir_ground_truth/<name>.parquet                              hidden
+        questions/questions.parquet                                          hidden (gold; tasks are served from it)
+        exports/ehrsql2024/{data,label,answer}.json, exports/chatqa/*.json   hidden (gold, in published formats)
+        quarantine/questions.parquet                                         hidden (authors')
+        reports/gx/index.html                                                authors' (served over HTTP)
+        dq/<task_id>/instruction.md, data/<table>.csv.gz                     agent-facing
+        dq/<task_id>/gold/labels.parquet, gold/task.json                     hidden
+
+This module imports nothing of ehrbench: every other part may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class AuditTaskLayout:
+    """One data-quality audit task's folder, `dq/<task_id>/` of a build (also the `_clues` variant's)."""
+
+    root: Path
+
+    @property
+    def task_id(self) -> str:
+        return self.root.name
+
+    @property
+    def instruction(self) -> Path:
+        """`instruction.md`: what the agent is asked to audit (agent-facing)."""
+        return self.root / "instruction.md"
+
+    @property
+    def data(self) -> Path:
+        """`data/`: the audited tables, `<table>.csv.gz` (agent-facing)."""
+        return self.root / "data"
+
+    def data_file(self, table: str) -> Path:
+        """`data/<table>.csv.gz`: one audited table (agent-facing)."""
+        return self.data / f"{table}.csv.gz"
+
+    @property
+    def gold(self) -> Path:
+        """`gold/`: the task's answer key (hidden)."""
+        return self.root / "gold"
+
+    @property
+    def labels(self) -> Path:
+        """`gold/labels.parquet`: every injected error's rows and values, by cluster (hidden)."""
+        return self.gold / "labels.parquet"
+
+    @property
+    def task_json(self) -> Path:
+        """`gold/task.json`: the task's recipe, seed, families and counts (hidden)."""
+        return self.gold / "task.json"
+
+
+@dataclass(frozen=True)
+class BuildLayout:
+    """Every path inside one build folder (`benchmarks/<build_id>/`, or `<build_id>.tmp/` while it is written).
+
+    "Agent-facing" files are what an agent under evaluation may be given; "hidden" ones hold gold, lineage or
+    renames and are read only by the build, the evaluation and the report."""
+
+    root: Path
+
+    def relative(self, path: Path) -> str:
+        """`path` as the manifest records it: relative to the build folder."""
+        return str(path.relative_to(self.root))
+
+    # --- the build's own records ---------------------------------------------------------------------------------
+
+    @property
+    def manifest(self) -> Path:
+        """`manifest.json`: parameters, inputs, stages, counts and files of the build; written last, when it is
+        published (a folder without one is no published build). Not given to agents."""
+        return self.root / MANIFEST
+
+    @property
+    def owner(self) -> Path:
+        """`.owner.json`: which process writes a staging folder, since when; removed before publishing."""
+        return self.root / ".owner.json"
+
+    # --- databases (stage databases) -------------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Path:
+        """`db/`: the benchmark databases (agent-facing)."""
+        return self.root / "db"
+
+    def database_files(self, profile: str, database: str) -> tuple[Path, Path]:
+        """`db/<profile>/<database>.duckdb` and `.sqlite`: one benchmark database as stand-alone files
+        (agent-facing)."""
+        stem = self.db / profile / database
+        return stem.with_suffix(".duckdb"), stem.with_suffix(".sqlite")
+
+    @property
+    def hidden(self) -> Path:
+        """`hidden/`: what agents must not see (lineage, renames, FHIR ground truth)."""
+        return self.root / "hidden"
+
+    def lineage(self, key: str) -> Path:
+        """`hidden/lineage/<profile>/<database>.parquet` (`key` = `<profile>/<database>`): every benchmark row's
+        source table, raw row and source key (hidden)."""
+        return self.hidden / "lineage" / f"{key}.parquet"
+
+    def rename_map(self, key: str) -> Path:
+        """`hidden/rename_maps/<profile>/<database>.json` (`key` = `<profile>/<database>`): the map from the
+        compatibility schema's names to a renamed profile's (hidden)."""
+        return self.hidden / "rename_maps" / f"{key}.json"
+
+    # --- FHIR view (stage fhir) ------------------------------------------------------------------------------------
+
+    @property
+    def fhir(self) -> Path:
+        """`fhir/`: the FHIR R4 resources (agent-facing through the FHIR tools and endpoint)."""
+        return self.root / "fhir"
+
+    @property
+    def fhir_resources(self) -> Path:
+        """`fhir/resources.duckdb`: every resource as JSON, table `resources` (agent-facing through the FHIR tools
+        and endpoint)."""
+        return self.fhir / "resources.duckdb"
+
+    def fhir_ndjson(self, resource_type: str) -> Path:
+        """`fhir/<ResourceType>.ndjson.gz`: one resource per line, in id order (agent-facing)."""
+        return self.fhir / f"{resource_type}.ndjson.gz"
+
+    def fhir_ground_truth(self, name: str) -> Path:
+        """`hidden/fhir_ground_truth/<name>.parquet`: the resource ids each question's answer needs, e.g.
+        `ehrsql2024_valid` (hidden)."""
+        return self.hidden / "fhir_ground_truth" / f"{name}.parquet"
+
+    # --- questions (stage questions) -------------------------------------------------------------------------------
+
+    @property
+    def questions(self) -> Path:
+        """`questions/questions.parquet`: every question of every suite with its gold (hidden; the evaluation shows
+        agents the question text only)."""
+        return self.root / "questions" / "questions.parquet"
+
+    @property
+    def exports(self) -> Path:
+        """`exports/`: the question sets in their published formats, gold included (hidden)."""
+        return self.root / "exports"
+
+    @property
+    def ehrsql2024_export(self) -> Path:
+        """`exports/ehrsql2024/`: `data.json`, `label.json`, `answer.json` in EHRSQL-2024's format (hidden)."""
+        return self.exports / "ehrsql2024"
+
+    @property
+    def chatqa_export(self) -> Path:
+        """`exports/chatqa/`: `<db>_{incre,adapt}.json` in EHR-ChatQA's task format and `task_ids.json` (hidden)."""
+        return self.exports / "chatqa"
+
+    @property
+    def quarantine(self) -> Path:
+        """`quarantine/`: generated artefacts that failed validation, `<artefact>.parquet` (hidden; the authors'
+        report shows them)."""
+        return self.root / "quarantine"
+
+    @property
+    def question_quarantine(self) -> Path:
+        """`quarantine/questions.parquet`: the questions that failed Great Expectations (hidden)."""
+        return self.quarantine / "questions.parquet"
+
+    @property
+    def gx_docs(self) -> Path:
+        """`reports/gx/`: Great Expectations Data Docs of the questions (for authors; served over HTTP, never to
+        agents)."""
+        return self.root / "reports" / "gx"
+
+    @property
+    def gx_index(self) -> Path:
+        """`reports/gx/index.html`: the Data Docs' front page."""
+        return self.gx_docs / "index.html"
+
+    # --- data-quality audit tasks (stage dq) -----------------------------------------------------------------------
+
+    @property
+    def dq(self) -> Path:
+        """`dq/`: one folder per audit task and variant."""
+        return self.root / "dq"
+
+    def dq_task(self, task_id: str) -> AuditTaskLayout:
+        """`dq/<task_id>/`: one audit task (agent-facing instruction and data; hidden `gold/`)."""
+        return AuditTaskLayout(self.dq / task_id)
+
+    def dq_tasks(self) -> list[AuditTaskLayout]:
+        """The audit tasks present (folders with an `instruction.md`), by task id."""
+        return [AuditTaskLayout(path.parent) for path in sorted(self.dq.glob("*/instruction.md"))]
+
+
+class DataLayout(BaseModel):
+    """Where things live under the data directory (gitignored)."""
+
+    root: Path
+
+    @property
+    def raw(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse.duckdb"
+
+    @property
+    def build_lock(self) -> Path:
+        return self.root / "build.lock"
+
+    @property
+    def benchmarks(self) -> Path:
+        return self.root / "benchmarks"
+
+    @property
+    def latest(self) -> Path:
+        return self.benchmarks / "latest"
+
+    def build_folder(self, build: str) -> Path:
+        """A build named as the CLI takes it: 'latest', a build id under benchmarks/, or a build folder's path."""
+        return Path(build) if build != "latest" and Path(build).is_dir() else self.benchmarks / build
+
+    def build(self, build: str) -> BuildLayout:
+        """The layout of a build named as the CLI takes it (see `build_folder`)."""
+        return BuildLayout(self.build_folder(build))
+
+    @property
+    def results(self) -> Path:
+        """Evaluation runs: results/run_id=<id>/part-*.parquet."""
+        return self.root / "results"
+
+    def build_logs(self, build_id: str) -> Path:
+        """A build's logs (dbt.log, build.log): outside the build folder, so a failed build keeps them too."""
+        return self.root / "logs" / build_id
+
+    @property
+    def dbt_work(self) -> Path:
+        """dbt target/ and logs/ per data directory, so two checkouts never share state."""
+        return self.root / "dbt"
