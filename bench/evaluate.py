@@ -41,13 +41,13 @@ def main() -> None:
     from prefect.testing.utilities import prefect_test_harness
 
     from ehrbench.evaluation.tasks import load_tasks
-    from ehrbench.layout import DataLayout
+    from ehrbench.layout import BuildLayout, DataLayout
     from flows.evaluate import evaluate_agents
     from tests.gold_policy import GoldPolicy
     from tests.llm_servers import OpenAIServer
 
     build_dir = DataLayout(root=options.data_dir.resolve()).build_folder(options.build).resolve()
-    if not (build_dir / "manifest.json").is_file():
+    if not BuildLayout(build_dir).manifest.is_file():
         raise SystemExit(f"no build at {build_dir}; run `make build` first (or --build / --data-dir)")
     per_suite = 50
     suites = ["ehrsql", "chatqa", "fhir"]

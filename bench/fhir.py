@@ -73,6 +73,7 @@ out = {"validate_s": time.perf_counter() - t, "validated": report.checked, "inva
 
 
 def run_factor(factor: int, options, work: Path) -> dict:
+    from ehrbench.layout import BuildLayout
     from ehrbench.profiles import profile_vars
 
     dbt_vars = profile_vars(0)
@@ -82,7 +83,7 @@ def run_factor(factor: int, options, work: Path) -> dict:
     args = {"warehouse": str(folder / "warehouse.duckdb"), "dbt_work": str(work / "dbt"), "vars": dbt_vars,
             "factor": factor, "mimic_iv_dir": str(options.mimic_iv_dir), "eicu_dir": None,
             "bench_dir": str(Path(__file__).parent), "build_dir": str(folder / "build"),
-            "resources": str(folder / "build" / "fhir" / "resources.duckdb"),
+            "resources": str(BuildLayout(folder / "build").fhir_resources),
             "validate_sample": options.validate_sample}
     folder.mkdir(parents=True)
     try:

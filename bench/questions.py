@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ehrbench.layout import DataLayout
+from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.questions.check import build_databases
 from ehrbench.questions.generate import GenerationSettings, generate_questions
 from ehrbench.questions.paraphrase import OfflineParaphraser, paraphrase_questions
@@ -33,9 +33,9 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     options = parser.parse_args()
     folder = DataLayout(root=options.data_dir.resolve()).build_folder(options.build)
-    if not (folder / "manifest.json").is_file():
+    if not BuildLayout(folder).manifest.is_file():
         raise SystemExit(f"no published build at {folder} (--build, --data-dir); run `make build` first")
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = json.loads(BuildLayout(folder).manifest.read_text())
     templates = load_templates()
 
     started = time.perf_counter()

@@ -42,11 +42,14 @@ def task_ids(build: Path | None, per_suite: int) -> list[tuple[str, str]]:
             ("dq", f"dq-{i}") for i in range(12)]
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(build / "questions" / "questions.parquet", columns=["suite", "question_id"]).to_pylist()
+    from ehrbench.layout import BuildLayout
+
+    layout = BuildLayout(build)
+    rows = pq.read_table(layout.questions, columns=["suite", "question_id"]).to_pylist()
     ids = [(s, sorted(r["question_id"] for r in rows if r["suite"] == s)[:per_suite]) for s in ("ehrsql", "chatqa",
                                                                                                   "fhir")]
     return [(s, i) for s, chosen in ids for i in chosen] + [
-        ("dq", p.parent.name) for p in sorted((build / "dq").glob("*/instruction.md"))]
+        ("dq", task.task_id) for task in layout.dq_tasks()]
 
 
 def run_rows(tasks, trials: int, agents: int, build_id: str, rng: random.Random) -> list[dict]:
@@ -81,12 +84,13 @@ def main() -> None:
     options = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from ehrbench.evaluation.results import ResultStore
+    from ehrbench.layout import BuildLayout
     from ehrbench.reports.assemble import report_data
     from ehrbench.reports.model import Bootstrap
     from ehrbench.reports.site import render_site
 
     build = (options.data_dir / "benchmarks" / options.build).resolve()
-    build = build if (build / "manifest.json").is_file() else None
+    build = build if BuildLayout(build).manifest.is_file() else None
     build_id = build.name if build else "synthetic"
     tasks = task_ids(build, options.tasks)
     rng = random.Random(0)

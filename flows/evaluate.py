@@ -30,6 +30,7 @@ from prefect.blocks.system import Secret
 from prefect.runtime import flow_run
 
 from ehrbench.agents.config import BASELINES, parse_agents
+from ehrbench.errors import ConfigError
 from ehrbench.evaluation.plan import TrialKey, plan_run
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
@@ -42,7 +43,7 @@ from ehrbench.evaluation.summary import (
 )
 from ehrbench.evaluation.tally import TrialTally
 from ehrbench.evaluation.tasks import load_tasks
-from ehrbench.layout import DataLayout
+from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.parameter_errors import one_line_errors
 from ehrbench.reports.compare import compare_runs, comparison_markdown, previous_run
 from ehrbench.settings import EvaluationParameters, default_data_dir
@@ -100,7 +101,7 @@ def evaluate_agents(
     configs = parse_agents(agents, agent_options)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_dir = layout.build_folder(build).resolve()
-    build_id = json.loads((build_dir / "manifest.json").read_text())["build_id"]
+    build_id = json.loads(BuildLayout(build_dir).manifest.read_text())["build_id"]
     tasks = load_tasks(build_dir, tuple(suites), limit, seed)
     store = ResultStore(layout.results, run_id or run_prefix + _scheduled_time().strftime("%Y%m%dT%H%M%SZ"))
     completed = _resume(store, build_id)
@@ -148,7 +149,7 @@ def _resume(store: ResultStore, build_id: str) -> set[TrialKey]:
         logger.info("recovered the trials an interrupted run finished into %s", recovered.name)
     earlier = store.builds() - {build_id}
     if earlier:  # a run mixing builds would compare answers to different gold
-        raise ValueError(f"run {store.run_id} was made on build {', '.join(sorted(earlier))}, not {build_id}; "
+        raise ConfigError(f"run {store.run_id} was made on build {', '.join(sorted(earlier))}, not {build_id}; "
                          f"resume it with --build {sorted(earlier)[0]} or start a new run id")
     completed = store.completed()
     if set_aside := sorted(_files_in(store.quarantine) - set_aside_before):  # in the run's own log, not only Python's

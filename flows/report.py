@@ -42,7 +42,7 @@ def render_report(
     data = report_data(layout.results, run_id, layout.benchmarks, bootstrap=bootstrap, prefix=trend_prefix)
     site = Path(report_dir).resolve() if report_dir else default_report_dir().resolve()
     index = render_site(data, site,
-                        data_docs=layout.benchmarks / data.build_id / "reports" / "gx" if data.build_id else None)
+                        data_docs=layout.build(data.build_id).gx_docs if data.build_id else None)
     regressions = sum(p.change == "regression" and p.run_id == run_id for p in data.trends)
     announce(f"dashboard of run {run_id}: {index} ({len(data.tasks)} tasks, {len(data.trend_runs)} runs in its trend, "
              f"{regressions} regressions)")

@@ -1,4 +1,4 @@
-{#- Helpers of the ehrsql2024 profile (MIMIC-IV -> EHRSQL-2024, DESIGN §5.1).
+{#- Helpers of the ehrsql2024 profile (MIMIC-IV -> EHRSQL-2024, docs/benchmarks.md#ehrsql-2024-database).
 
     File order: the published build numbers rows (row_id, "first appearance", "first seen") in CSV
     order. The models take it as `row_number() over ()` directly on a staging view (no filter or join

@@ -1,5 +1,5 @@
 {#-
-    Helpers of the ehrsql_eicu profile (EHRSQL eICU database, DESIGN §5.1b).
+    Helpers of the ehrsql_eicu profile (EHRSQL eICU database, docs/benchmarks.md#ehrsql-eicu-database).
     Parameters come from the one var dict `ehrsql_eicu` (dbt_project.yml; presets in
     src/ehrbench/profiles.py). A --vars dict replaces the project's dict as a whole, so every key
     must be given: a missing key is a compile error rather than a silent default.

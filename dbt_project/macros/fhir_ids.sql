@@ -1,4 +1,4 @@
-{#- FHIR resource ids compatible with MIMIC-IV on FHIR (DESIGN §5.4), computed in DuckDB:
+{#- FHIR resource ids compatible with MIMIC-IV on FHIR (docs/benchmarks.md#fhir-resource-ids), computed in DuckDB:
     id = uuid5(<namespace UUID>, key) = the first 16 bytes of sha1(namespace bytes || key as UTF-8), with the
     version nibble set to 5 and the variant bits to 10xx. The namespace UUIDs are
     uuid5(uuid5(NAMESPACE_OID, 'MIMIC-IV'), <name>); tests/unit/test_fhir_ids.py checks them and the SQL against

@@ -19,7 +19,7 @@
         fhir_json_optional('high', fhir_json_quantity(high_expr, unit_members=unit_members)))) }}
 {%- endmacro %}
 
-{#- The microbiology ids from the raw MIMIC-IV keys (DESIGN §5.4, as MIMIC-IV on FHIR makes them): test
+{#- The microbiology ids from the raw MIMIC-IV keys (docs/benchmarks.md#fhir-resource-ids, as MIMIC-IV on FHIR makes them): test
     micro_specimen_id-test_itemid, organism test_itemid-micro_specimen_id-org_itemid (test first). -#}
 {% macro fhir_micro_test_id(specimen_expr, test_expr) -%}
     {{ fhir_id('ObservationMicroTest', specimen_expr ~ " || '-' || " ~ test_expr) }}

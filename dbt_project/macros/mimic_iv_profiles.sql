@@ -1,5 +1,5 @@
 {#- The MIMIC-IV profiles built on the EHRSQL-2024 preprocessing (int_ehrsql2024__mimic_iv__<table>):
-    `ehrsql2024` (DESIGN §5.1) and `renamed` (EHR-ChatQA, §5.2), which differ in the label-owner filter. -#}
+    `ehrsql2024` (docs/benchmarks.md#ehrsql-2024-database) and `renamed` (EHR-ChatQA, docs/benchmarks.md#ehr-chatqa-renamed-schemas), which differ in the label-owner filter. -#}
 
 {#- The source row's MIMIC-IV key as a JSON object, e.g. {"labevent_id": 222161}: the lineage that maps a
     benchmark row back to the raw data (FHIR ids are made from these keys). Arguments: key name = SQL expr. -#}
@@ -8,8 +8,8 @@
 {%- endmacro %}
 
 {#- The rows of one table of a profile, numbered: row_id = 0..n-1 in source file order. `ehrsql2024` drops the
-    labels that the label-owner list gives to another table and every event of a dropped item (DESIGN §5.1
-    step 5); `renamed` keeps them (§5.2). The agent-facing model and the profile's lineage both read this, so
+    labels that the label-owner list gives to another table and every event of a dropped item (docs/benchmarks.md#ehrsql-2024-build-algorithm,
+    step 5); `renamed` keeps them (docs/benchmarks.md#ehr-chatqa-renamed-schemas). The agent-facing model and the profile's lineage both read this, so
     the two always agree on row_id. -#}
 {% macro mimic_iv_profile_rows(profile, table_name) %}
     {%- set owner_filtered = {
@@ -36,7 +36,7 @@
     {%- endif %}
 {% endmacro %}
 
-{#- The synthetic cost table of a profile (DESIGN §5.1 step 7): one row per diagnosis, lab, procedure and
+{#- The synthetic cost table of a profile (docs/benchmarks.md#ehrsql-2024-build-algorithm (step 7)): one row per diagnosis, lab, procedure and
     prescription event of the profile (blocks in that order, row_id continuing across blocks); event_type =
     the source table name (the renamed profile maps it to its own table names); event_id = the event's row_id;
     chargetime = the event time (prescriptions: starttime); cost per key from the profile's draws. -#}

@@ -1,4 +1,4 @@
-{#- Profile `renamed_random`: the `renamed` schema under a per-build seeded rename (DESIGN §5.2, our extension).
+{#- Profile `renamed_random`: the `renamed` schema under a per-build seeded rename (docs/benchmarks.md#seeded-random-renames, our extension).
     The map is drawn in Python (ehrbench.renaming.draw_random_rename, recorded in the build's hidden files) and
     reaches dbt as var('renamed_random') = {<database>: {<renamed table>: {name, columns: {old: new}}}}. -#}
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
+
+from ehrbench.environment import environment
 
 Edition = Literal["demo", "full"]
 
@@ -31,12 +32,13 @@ def is_run_id(text: str) -> bool:
 
 
 def default_data_dir() -> Path:
-    return Path(os.environ.get("EHRBENCH_DATA_DIR", "data")).resolve()
+    """The data directory: $EHRBENCH_DATA_DIR, else ./data."""
+    return environment().data_dir.resolve()
 
 
 def default_report_dir() -> Path:
     """Where the report site is rendered: the project's reports/site/ unless EHRBENCH_REPORT_DIR says otherwise."""
-    return Path(os.environ.get("EHRBENCH_REPORT_DIR", Path(__file__).resolve().parents[2] / "reports" / "site"))
+    return environment().report_dir
 
 
 class QuestionSettings(BaseModel):
@@ -97,17 +99,16 @@ class BuildParameters(BaseModel):
         """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_EHRSQL2024_DIR and the
         paraphrasing model from EHRBENCH_PARAPHRASE_MODEL where not given (so the manifest records what was used)."""
         values = {k: v for k, v in overrides.items() if v not in (None, "")}
-        for name, variable in (("mimic_iv_dir", "EHRBENCH_MIMIC_IV_DIR"), ("eicu_dir", "EHRBENCH_EICU_DIR"),
-                               ("ehrsql2024_dir", "EHRBENCH_EHRSQL2024_DIR")):
-            if name not in values and os.environ.get(variable):
-                values[name] = os.environ[variable]
-        values["questions"] = _with_paraphrase_model(values.get("questions") or {})
+        env = environment()
+        for name in ("mimic_iv_dir", "eicu_dir", "ehrsql2024_dir"):
+            if name not in values and getattr(env, name):
+                values[name] = getattr(env, name)
+        values["questions"] = _with_paraphrase_model(values.get("questions") or {}, env.paraphrase_model)
         return cls(**values)  # validated whole: an error's location names the nested field (questions.per_template)
 
 
-def _with_paraphrase_model(questions: QuestionSettings | dict) -> QuestionSettings | dict:
+def _with_paraphrase_model(questions: QuestionSettings | dict, model: str | None) -> QuestionSettings | dict:
     """The question settings with $EHRBENCH_PARAPHRASE_MODEL as their paraphrasing model when they name none."""
-    model = os.environ.get("EHRBENCH_PARAPHRASE_MODEL")
     if isinstance(questions, QuestionSettings):
         if model and not questions.paraphrase_model:
             return questions.model_copy(update={"paraphrase_model": model})

@@ -76,7 +76,7 @@ def test_every_new_resource_validates(warehouse):
 def test_lab_ids_are_mimic_iv_on_fhir_ids_of_the_raw_rows(resources, mimic_demo_dir):
     labs = {row["labevent_id"]: row for row in read_demo_csv(mimic_demo_dir, "hosp/labevents.csv.gz")}
     labels = {row["itemid"]: row["label"] for row in read_demo_csv(mimic_demo_dir, "hosp/d_labitems.csv.gz")}
-    # the published check (DESIGN §5.4): labevent_id 222161, patient 10018845, phosphate
+    # the published check (docs/benchmarks.md#fhir-resource-ids): labevent_id 222161, patient 10018845, phosphate
     raw = labs["222161"]
     assert (raw["subject_id"], raw["itemid"], raw["charttime"]) == ("10018845", "50970", "2184-10-10 06:30:00")
     assert mimic_fhir_id("ObservationLabevents", "222161") == "a8407c1c-7737-5d0a-9209-168158821204"

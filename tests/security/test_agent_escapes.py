@@ -197,6 +197,7 @@ def test_agent_python_through_its_tool_leaves_the_published_build_unchanged(publ
     assert fingerprint(published) == before
 
 
+@pytest.mark.slow
 def test_agent_sql_returning_gigabytes_keeps_the_evaluator_small(published: Path, tmp_path: Path):
     """Tool calls that try to return 10 GB: the evaluator's peak memory must stay under 2 GiB (issue 17). Measured
     in a fresh process by its VmHWM (getrusage's ru_maxrss would carry the forking pytest worker's peak across

@@ -55,6 +55,7 @@ def test_builds_on_an_empty_data_dir_says_so(tmp_path):
     assert "no published builds" in result.stderr
 
 
+@pytest.mark.slow
 def test_build_with_an_unreachable_prefect_api_is_a_one_line_error(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -68,6 +69,7 @@ def test_build_with_an_unreachable_prefect_api_is_a_one_line_error(tmp_path):
     assert not (tmp_path / "data" / "benchmarks").exists()
 
 
+@pytest.mark.slow
 def test_build_with_a_broken_recipe_file_fails_before_any_stage(tmp_path):
     recipes = tmp_path / "recipes.yaml"
     recipes.write_text("tasks:\n  - id: mine\n    recipes:\n      - {family: impossible_values, subtypes: [typo], "

@@ -9,6 +9,8 @@ import re
 from importlib.util import find_spec
 from pathlib import Path
 
+import pytest
+
 import ehrbench.validation.data_docs as data_docs
 from ehrbench.validation.data_docs import ASSETS_DIR, CDN_FILES, LocalizeReport, localize_data_docs, remote_loads
 from ehrbench.validation.questions import validate_questions
@@ -203,6 +205,7 @@ def test_the_report_is_a_model_that_survives_json(tmp_path):
     assert LocalizeReport.model_validate_json(report.model_dump_json()) == report
 
 
+@pytest.mark.slow
 def test_validate_questions_localizes_its_data_docs_and_survives_missing_assets(tmp_path, monkeypatch):
     monkeypatch.setattr(data_docs, "DEFAULT_ASSETS", tmp_path / "not-installed")
     docs = tmp_path / "reports" / "gx"

@@ -1,4 +1,4 @@
-"""FHIR ids as MIMIC-IV on FHIR makes them (DESIGN §5.4), in Python and in the SQL of the dbt macro."""
+"""FHIR ids as MIMIC-IV on FHIR makes them (docs/benchmarks.md#fhir-resource-ids), in Python and in the SQL of the dbt macro."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ MACRO_FILE = Path(__file__).resolve().parents[2] / "dbt_project" / "macros" / "f
 
 
 def test_ids_published_by_fhir_agentbench():
-    # DESIGN §5.4: verified against published FHIR-AgentBench ids
+    # docs/benchmarks.md#fhir-resource-ids: verified against published FHIR-AgentBench ids
     assert resource_id("Patient", 10009628) == "51d2190c-cc46-56c5-b2ea-363895cbea75"
     assert resource_id("ObservationLabevents", 222161) == "a8407c1c-7737-5d0a-9209-168158821204"
     # patient 10018328's first visit: diagnosis seq_num 9, ICD-10 E780 (demo hosp/diagnoses_icd.csv.gz)

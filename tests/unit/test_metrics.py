@@ -1,4 +1,4 @@
-"""The metrics of DESIGN §5.6 on hand-computed cases (arithmetic in the comments) and, for Pass@k and Pass^k,
+"""The metrics of docs/benchmarks.md#metrics on hand-computed cases (arithmetic in the comments) and, for Pass@k and Pass^k,
 against a brute-force enumeration of the k-subsets of trials."""
 
 from __future__ import annotations

@@ -113,6 +113,9 @@ NEAR_MISSES = [
 ]
 
 
+# Great Expectations runs every test here; the first to import it pays ~5 s
+pytestmark = pytest.mark.slow
+
 @pytest.fixture(scope="module")
 def broken() -> tuple[list[dict], QuestionValidation]:
     records = [*base_records(), *NEAR_MISSES, *BROKEN]

@@ -296,6 +296,7 @@ def test_duckdb_dialect_and_quoted_names():
     )
 
 
+@pytest.mark.slow
 def test_every_published_valid_query_renames_and_renames_back():
     """All EHRSQL-2024 valid gold SQL renames without error, and the inverse rename gives back the original text
     character for character (so nothing but names and table-naming values moved)."""

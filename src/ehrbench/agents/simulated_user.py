@@ -1,4 +1,4 @@
-"""The simulated user of the `chatqa` suite (DESIGN §5.7) and the post-hoc validator of its conversations.
+"""The simulated user of the `chatqa` suite (docs/benchmarks.md#agent-tools) and the post-hoc validator of its conversations.
 
 EHR-ChatQA tests an agent that must *ask*: a language model plays a clinician who holds a private instruction
 ("you want to know X; tell the DB agent (1) ... (2) ...") and reveals it one detail at a time. A role-playing model
@@ -8,7 +8,7 @@ would be charged to the agent under test. Two guards keep those slips out of the
 - a turn verifier judges every draft message against the instruction before it is sent; a rejected draft goes
   back to the user model with the verifier's feedback (a reflection), at most `max_reflections` times;
 - `validate_conversation` reads the finished conversation and says whether the user erred anyway; such a trial
-  is re-run, not scored (§5.6).
+  is re-run, not scored (docs/benchmarks.md#repeated-trials).
 
 Models are called without tools (plain text). A `ChatError` from any model propagates: the harness treats it as a
 transient failure of the trial.

@@ -225,7 +225,7 @@ def metrics(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """The metric table of an evaluation run, per agent and suite (DESIGN §5.6)."""
+    """The metric table of an evaluation run, per agent and suite (docs/benchmarks.md#metrics)."""
     import json
 
     from ehrbench.errors import EhrbenchError

@@ -1,1 +1,1 @@
-"""Data-quality auditing tasks (DESIGN §5.5): seeded error injection with cluster gold, and the scorer."""
+"""Data-quality auditing tasks (docs/benchmarks.md#data-quality-error-injection): seeded error injection with cluster gold, and the scorer."""

@@ -1,4 +1,4 @@
-"""A rule-based reference auditor of data-quality audit tasks (DESIGN §5.5).
+"""A rule-based reference auditor of data-quality audit tasks (docs/benchmarks.md#data-quality-error-injection).
 
 It flags the rows of an audit folder (`data/<table>.csv.gz`) that simple, explainable rules find suspicious, so
 that each task can be calibrated against a baseline: what a rule-based auditor catches (recall) and how much it

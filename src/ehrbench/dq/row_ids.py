@@ -1,5 +1,5 @@
 """Row ids of audit tables: stable under mutation because they are computed once, on the pristine row
-(DESIGN §5.5: the first 16 hex digits of sha1(table + "|" + "|".join(values)))."""
+(docs/benchmarks.md#data-quality-error-injection: the first 16 hex digits of sha1(table + "|" + "|".join(values)))."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A cluster is every row of one injected error (the corrupted rows and their evidence); flagging any member catches
 it. Cluster recall = caught clusters / clusters; row precision = flagged rows that are labelled / flagged rows;
-pass = recall 1.0 and precision >= 0.01 (HealthAgentBench's rule, DESIGN §5.5).
+pass = recall 1.0 and precision >= 0.01 (HealthAgentBench's rule, docs/benchmarks.md#data-quality-audit-score).
 
 The submission (`flagged_rows.csv`) names rows by table and row id. It is read leniently — header case, a BOM,
 `row_id`/`rowid`/`id` for `_row_id`, `table_name`/`file` for `table`, table names with a `.csv`/`.csv.gz` suffix —

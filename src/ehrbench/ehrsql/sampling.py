@@ -1,4 +1,4 @@
-"""The seeded draws of the EHRSQL-2024 MIMIC-IV build (DESIGN §5.1 (a)–(d)).
+"""The seeded draws of the EHRSQL-2024 MIMIC-IV build (docs/benchmarks.md#ehrsql-2024-seeded-draws (draws (a)-(d))).
 
 The published build takes every random number from one `numpy.random.default_rng(seed)`, in a fixed
 order. These functions make the same numpy calls in the same order, so a caller that runs them in

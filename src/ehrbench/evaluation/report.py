@@ -1,9 +1,9 @@
 """The metric table of an evaluation run, per agent and suite, read with DuckDB from the run's parquet parts and
-computed with `ehrbench.metrics` (DESIGN §5.6): success rate, Pass@k / Pass^k / Gap-k over the run's k trials, the
+computed with `ehrbench.metrics` (docs/benchmarks.md#repeated-trials): success rate, Pass@k / Pass^k / Gap-k over the run's k trials, the
 reliability score RS(c) and F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall (precision None
 for an agent that retrieved nothing: `ehrbench.metrics.retrieval`), data-quality recall/precision, cost and
 latency. Trials that ended in an error count as failures (reward 0); trials whose simulated user erred (status
-invalid) are not scored at all (DESIGN §5.6: re-run, not scored).
+invalid) are not scored at all (docs/benchmarks.md#repeated-trials: re-run, not scored).
 
 A row's keys come in reading order (the Prefect table artifact shows them so): agent, suite, the suite's key
 metrics (those of the dashboard's headline; dq adds its recall and precision), cost and latency, then the rest."""

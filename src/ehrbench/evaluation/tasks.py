@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from ehrbench.errors import ConfigError, MissingInputError
 from ehrbench.fhir.ids import resource_id
-from ehrbench.profiles import BenchmarkDatabase
+from ehrbench.layout import BuildLayout
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.seeding import keyed_rng
 from ehrbench.tasks import SUITES, EvalTask, Gold, TaskView
@@ -25,9 +25,10 @@ def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | N
     unknown = sorted(set(suites) - set(SUITES))
     if unknown:
         raise ConfigError(f"unknown suite(s) {', '.join(unknown)}; expected some of {', '.join(SUITES)}")
+    layout = BuildLayout(build_dir)
     tasks: list[EvalTask] = []
     for suite in suites:
-        found = _dq_tasks(build_dir) if suite == "dq" else _question_tasks(build_dir, suite)
+        found = _dq_tasks(layout) if suite == "dq" else _question_tasks(layout, suite)
         if limit is not None and len(found) > limit:
             chosen = keyed_rng(seed, "evaluation", suite).choice(len(found), size=limit, replace=False)
             found = [found[i] for i in sorted(chosen)]
@@ -35,8 +36,8 @@ def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | N
     return tasks
 
 
-def _question_tasks(build_dir: Path, suite: str) -> list[EvalTask]:
-    path = build_dir / "questions" / "questions.parquet"
+def _question_tasks(layout: BuildLayout, suite: str) -> list[EvalTask]:
+    path = layout.questions
     if not path.is_file():
         raise MissingInputError(f"{path}: no questions; expected a build folder with questions/questions.parquet")
     columns = ["question_id", "suite", "db", "question", "context", "is_answerable", "answer_text",
@@ -44,13 +45,13 @@ def _question_tasks(build_dir: Path, suite: str) -> list[EvalTask]:
     rows = [r for r in pq.read_table(path, columns=columns).to_pylist() if r["suite"] == suite]
     tasks = []
     for row in sorted(rows, key=lambda r: r["question_id"]):
-        profile, database, _ = PROFILE_OF[row["db"]]
-        if suite == "chatqa":
-            profile = "renamed"  # EHR-ChatQA's tasks run on the renamed schema
+        compatible = PROFILE_OF[row["db"]]
+        # EHR-ChatQA's tasks run on the renamed schema
+        profile = "renamed" if suite == "chatqa" else compatible.profile
         patient = json.loads(row["slot_values"] or "{}").get("patient_id")
         view = TaskView(suite, row["question_id"], row["db"], row["question"], row["context"],
-                        database=BenchmarkDatabase(profile, database).files(build_dir)[0],
-                        fhir_resources=build_dir / "fhir" / "resources.duckdb" if suite == "fhir" else None,
+                        database=layout.database_files(profile, compatible.database)[0],
+                        fhir_resources=layout.fhir_resources if suite == "fhir" else None,
                         patient_fhir_id=resource_id("Patient", patient) if suite == "fhir" and patient else None)
         gold = Gold(bool(row["is_answerable"]), row["answer_text"], row["gold_sql_duckdb"],
                     tuple(row["fhir_ids"] or ()))
@@ -58,8 +59,7 @@ def _question_tasks(build_dir: Path, suite: str) -> list[EvalTask]:
     return tasks
 
 
-def _dq_tasks(build_dir: Path) -> list[EvalTask]:
-    folders = sorted(p.parent for p in (build_dir / "dq").glob("*/instruction.md"))
-    return [EvalTask(TaskView("dq", folder.name, None, (folder / "instruction.md").read_text(),
-                              data_dir=folder / "data"), Gold(dq_task_dir=folder))
-            for folder in folders]
+def _dq_tasks(layout: BuildLayout) -> list[EvalTask]:
+    return [EvalTask(TaskView("dq", task.task_id, None, task.instruction.read_text(), data_dir=task.data),
+                     Gold(dq_task_dir=task.root))
+            for task in layout.dq_tasks()]

@@ -1,1 +1,1 @@
-"""FHIR R4 view of the MIMIC-IV profiles (DESIGN §5.4): resource ids compatible with MIMIC-IV on FHIR."""
+"""FHIR R4 view of the MIMIC-IV profiles (docs/benchmarks.md#fhir-resource-ids): resource ids compatible with MIMIC-IV on FHIR."""

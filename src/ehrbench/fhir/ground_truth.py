@@ -1,4 +1,4 @@
-"""Resource-id ground truth of SQL questions (DESIGN §5.4): the FHIR resources an agent must retrieve to answer a
+"""Resource-id ground truth of SQL questions (docs/benchmarks.md#fhir-agentbench-data-and-ground-truth): the FHIR resources an agent must retrieve to answer a
 question over FHIR are the resources made from the rows its gold SQL reads.
 
     gold SQL --(evidence.evidence_queries, run on the profile's SQLite file)--> (table, row_id)

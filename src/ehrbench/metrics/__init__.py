@@ -1,4 +1,4 @@
-"""Benchmark metrics (DESIGN §5.6) as pure functions over plain values: no I/O, one implementation each.
+"""Benchmark metrics (docs/benchmarks.md#metrics) as pure functions over plain values: no I/O, one implementation each.
 
 - `ehrsql`: per-item `Outcome`, the reliability score RS(c) of EHRSQL-2024, F1_ans and F1_exe of EHRSQL;
   answers are compared by `ehrbench.ehrsql.scoring.answers_match`.

@@ -1,5 +1,5 @@
 """EHRSQL metrics over answered and abstained items: the reliability score RS(c) of EHRSQL-2024 and the
-answerability / execution precision, recall and F1 of EHRSQL (DESIGN §5.6).
+answerability / execution precision, recall and F1 of EHRSQL (docs/benchmarks.md#metrics).
 
 Answers are compared with `ehrbench.ehrsql.answers_match` (the published comparison: floats rounded to 3
 decimals, rows sorted, first 100 rows), so the metrics agree with the published scorers item by item.

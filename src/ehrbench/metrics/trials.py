@@ -1,4 +1,4 @@
-"""Metrics over k repeated trials per task (DESIGN §5.6): success rate, Pass@k, Pass^k and Gap-k.
+"""Metrics over k repeated trials per task (docs/benchmarks.md#repeated-trials): success rate, Pass@k, Pass^k and Gap-k.
 
 A trial's reward lies in [0, 1] and may be fractional; the success rate is the mean reward, while Pass@k and
 Pass^k count a trial as a success only when its reward is exactly 1. Per task, with n trials and s successes,

@@ -1,4 +1,4 @@
-"""Seeded synonym renames (profile `renamed_random`, DESIGN §5.2): a fresh schema per build, so a model
+"""Seeded synonym renames (profile `renamed_random`, docs/benchmarks.md#seeded-random-renames): a fresh schema per build, so a model
 cannot have memorised the names; the drawn map is recorded in the build manifest.
 
 The draw is a pure function of (base rename, seed, vocabulary). Order of draws, on one

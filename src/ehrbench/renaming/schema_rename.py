@@ -1,4 +1,4 @@
-"""Table and column renames of one database schema (DESIGN §5.2).
+"""Table and column renames of one database schema (docs/benchmarks.md#ehr-chatqa-renamed-schemas).
 
 A `SchemaRename` maps a source schema (e.g. the EHRSQL-2024 tables) to a target schema (e.g. the
 EHR-ChatQA names). The published EHR-ChatQA map is read from the dbt seed; seeded synonym draws

@@ -1,4 +1,4 @@
-"""EHR-ChatQA's database tools (names and arguments as in the paper, DESIGN §5.7) over one agent-facing database,
+"""EHR-ChatQA's database tools (names and arguments as in the paper, docs/benchmarks.md#agent-tools) over one agent-facing database,
 DuckDB or SQLite.
 
 Every statement, the agent's and the tools' own, runs through one SqlSandbox (read-only, no files, timeouts). The

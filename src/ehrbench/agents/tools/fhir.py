@@ -1,4 +1,4 @@
-"""FHIR-AgentBench's tools (DESIGN §5.7) over one build's `fhir/resources.duckdb`, read through the in-memory
+"""FHIR-AgentBench's tools (docs/benchmarks.md#agent-tools) over one build's `fhir/resources.duckdb`, read through the in-memory
 SearchIndex: nothing else of the build (questions, gold, hidden files) is ever opened.
 
 One FhirTools serves one trial: `retrieved_ids` lists every resource a tool returned in it (first-seen order), for

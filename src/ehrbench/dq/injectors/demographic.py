@@ -13,7 +13,7 @@ from ehrbench.dq.facts import ClinicalFacts
 from ehrbench.dq.injectors import Injector, Scope
 
 OTHER_SEX = {"F": "M", "M": "F"}
-IMPLAUSIBLE_AGE = "5"  # DESIGN §5.5: age set to 5 for a patient on geriatric drugs
+IMPLAUSIBLE_AGE = "5"  # docs/benchmarks.md#data-quality-error-injection: age set to 5 for a patient on geriatric drugs
 
 
 def _drug_matches(drugs: pd.Series, names: list[str]) -> pd.Series:

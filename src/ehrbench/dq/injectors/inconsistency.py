@@ -12,7 +12,7 @@ from ehrbench.dq.extract import CODE_COLUMN
 from ehrbench.dq.injectors import Injector, Scope
 from ehrbench.dq.injectors.values import MEASUREMENTS
 
-DUPLICATE_FACTOR = (1.10, 1.50)  # DESIGN §5.5
+DUPLICATE_FACTOR = (1.10, 1.50)  # docs/benchmarks.md#data-quality-error-injection
 DUPLICATE_JITTER_MINUTES = 5  # whole minutes: the source charts on the minute
 COPY_FACTOR = (1.30, 1.70)
 ATTEMPTS = 20  # draws of a row whose changed copy is new

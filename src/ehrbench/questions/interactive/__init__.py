@@ -1,5 +1,5 @@
 """Interactive tasks (suite `chatqa`, EHR-ChatQA style): a simulated user who knows a goal, an agent with tools over a
-*renamed* database (profile `renamed`, DESIGN §5.2).
+*renamed* database (profile `renamed`, docs/benchmarks.md#ehr-chatqa-renamed-schemas).
 
 IncreQA (`incre_tasks`, module `incre`; wording in `incre_instruction`): an answerable, executed ehrsql question whose
 item (diagnosis, procedure, lab test, vital, drug) has a lay term becomes a user instruction: the goal, then the

@@ -1,5 +1,5 @@
 -- Every admission (before the cohort is drawn), lower-cased, with its times moved by the patient's
--- offset (DESIGN §5.1 steps 2-3): a time after the current time becomes NULL; an admission whose
+-- offset (docs/benchmarks.md#ehrsql-2024-build-algorithm (steps 2-3)): a time after the current time becomes NULL; an admission whose
 -- admittime does so is dropped; a NULL dischtime (a current admission) also nulls discharge_location.
 with admissions as (
 

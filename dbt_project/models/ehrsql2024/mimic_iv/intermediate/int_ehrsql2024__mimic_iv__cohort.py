@@ -1,4 +1,4 @@
-"""The patients of the database, DESIGN §5.1 draws (b)-(c) and algorithm step 4.
+"""The patients of the database, docs/benchmarks.md#ehrsql-2024-seeded-draws (draws (b)-(c)) and docs/benchmarks.md#ehrsql-2024-build-algorithm (step 4).
 
 Continues the generator of the offset draws: first `num_patients * current_ratio` patients with a
 current admission (dischtime NULL after the shift), then the rest among discharged patients; both

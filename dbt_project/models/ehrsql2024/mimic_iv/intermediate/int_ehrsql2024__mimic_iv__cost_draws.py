@@ -1,4 +1,4 @@
-"""Synthetic cost per event key, DESIGN §5.1 draw (d).
+"""Synthetic cost per event key, docs/benchmarks.md#ehrsql-2024-seeded-draws (draw (d)).
 
 Continues the generator after the cohort draws: four Poisson(10) mean costs, then one
 round(Normal(mean, 1), 2) per distinct key in sorted order for diagnoses (icd_code), labs (itemid,

@@ -1,4 +1,4 @@
-"""Per-patient time offset, DESIGN §5.1 draw (a) and algorithm step 3.
+"""Per-patient time offset, docs/benchmarks.md#ehrsql-2024-seeded-draws (draw (a)) and docs/benchmarks.md#ehrsql-2024-build-algorithm (step 3).
 
 One seeded draw per patient, in order of the patient's first appearance in admissions (file order),
 picks the year the first admission moves to; every time of the patient moves by

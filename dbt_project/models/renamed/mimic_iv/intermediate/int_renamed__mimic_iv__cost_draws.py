@@ -1,6 +1,6 @@
-"""Synthetic cost per event key of the renamed (EHR-ChatQA) MIMIC-IV database, DESIGN §5.2.
+"""Synthetic cost per event key of the renamed (EHR-ChatQA) MIMIC-IV database, docs/benchmarks.md#ehr-chatqa-renamed-schemas.
 
-EHR-ChatQA's own cost values come from draws that cannot be reproduced; this applies the §5.1 (d)
+EHR-ChatQA's own cost values come from draws that cannot be reproduced; this applies the docs/benchmarks.md#ehrsql-2024-seeded-draws (draw (d))
 procedure to this profile's own keys: the same generator state (after the cohort draws) and key order as
 int_ehrsql2024__mimic_iv__cost_draws, over the event tables without the label-owner filter. ICD keys keep
 the 'icd<version>|<code>' form so that they sort as in the ehrsql2024 profile.
