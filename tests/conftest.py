@@ -40,7 +40,8 @@ def eicu_demo_dir() -> Path:
 
 
 def mimic_fhir_id(namespace: str, key: object) -> str:
-    """MIMIC-IV on FHIR's resource id written out by hand (docs/benchmarks.md#fhir-resource-ids), to check the code independently:
+    """MIMIC-IV on FHIR's resource id written out by hand (docs/benchmarks.md#fhir-resource-ids), to check the code
+    independently:
     uuid5(uuid5(uuid5(NAMESPACE_OID, "MIMIC-IV"), <namespace>), <key>)."""
     import uuid
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from ehrbench.errors import MissingInputError
 from ehrbench.layout import BuildLayout
 from ehrbench.profiles import LINEAGE_MODELS, BenchmarkDatabase
 from ehrbench.renaming import SchemaRename
@@ -49,7 +50,7 @@ def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: 
         con.execute(f"attach '{warehouse}' as \"{source}\" (read_only)")
         present = schema_tables(con, source, schema)
         if not present:
-            raise ValueError(f"schema {schema!r} has no tables in {warehouse}; was its dbt profile built?")
+            raise MissingInputError(f"schema {schema!r} has no tables in {warehouse}; was its dbt profile built?")
         if tables is not None:
             missing = sorted(set(tables) - set(present))
             if missing:

@@ -19,14 +19,16 @@ import annotated_types
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from ehrbench.errors import ConfigError
+
 Loc = tuple[str | int, ...]
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 _LENGTH_ERRORS = {"too_short", "too_long"}
 
 
-class ParameterError(ValueError):
-    """A parameter outside its range or form; the message is one line naming it (a ValueError: the CLI and the flows
-    already report those on one line)."""
+class ParameterError(ConfigError):
+    """A parameter outside its range or form; the message is one line naming it (a ConfigError: the CLI reports it on
+    one line)."""
 
 
 def parameter_name(loc: Loc) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ehrbench.errors import ConfigError
 from ehrbench.layout import BuildLayout
 from ehrbench.renaming import SchemaRename, draw_random_rename, published_rename
 
@@ -38,11 +39,11 @@ def eicu_vars(preset: str = "ehrchatqa", **overrides: Any) -> dict[str, dict[str
     3
     """
     if preset not in EICU_PRESETS:
-        raise ValueError(f"unknown eICU preset {preset!r}; choose one of {', '.join(sorted(EICU_PRESETS))}")
+        raise ConfigError(f"unknown eICU preset {preset!r}; choose one of {', '.join(sorted(EICU_PRESETS))}")
     params = dict(EICU_PRESETS[preset])
     unknown = sorted(set(overrides) - set(params))
     if unknown:
-        raise ValueError(f"unknown ehrsql_eicu parameter(s) {', '.join(unknown)}; "
+        raise ConfigError(f"unknown ehrsql_eicu parameter(s) {', '.join(unknown)}; "
                          f"expected {', '.join(params)}")
     params.update(overrides)
     _check(params)
@@ -54,16 +55,16 @@ def _check(params: dict[str, Any]) -> None:
 
     for key in ("start_year", "time_span", "seed"):
         if not isinstance(params[key], int) or isinstance(params[key], bool):
-            raise ValueError(f"ehrsql_eicu {key} must be an integer, got {params[key]!r}")
+            raise ConfigError(f"ehrsql_eicu {key} must be an integer, got {params[key]!r}")
     if params["time_span"] < 0 or params["seed"] < 0:
-        raise ValueError("ehrsql_eicu time_span and seed must be >= 0")
+        raise ConfigError("ehrsql_eicu time_span and seed must be >= 0")
     try:
         now = datetime.strptime(params["current_time"], "%Y-%m-%d %H:%M:%S")
     except (TypeError, ValueError):
-        raise ValueError(f"ehrsql_eicu current_time must read 'YYYY-MM-DD HH:MM:SS', "
+        raise ConfigError(f"ehrsql_eicu current_time must read 'YYYY-MM-DD HH:MM:SS', "
                          f"got {params['current_time']!r}") from None
     if now.year < params["start_year"]:
-        raise ValueError(f"ehrsql_eicu current_time {params['current_time']} lies before start_year "
+        raise ConfigError(f"ehrsql_eicu current_time {params['current_time']} lies before start_year "
                          f"{params['start_year']}")
 
 
@@ -142,7 +143,7 @@ def profile_vars(seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: An
     overrides = {k: v for k, v in time_overrides.items() if v is not None}
     unknown = sorted(set(overrides) - {"current_time", "start_year", "time_span"})
     if unknown:
-        raise ValueError(f"unknown time parameter(s) {', '.join(unknown)}")
+        raise ConfigError(f"unknown time parameter(s) {', '.join(unknown)}")
     mimic = {**EHRSQL2024_DEFAULTS, **overrides, "seed": seed}
     drawn = {database: rename.dbt_var() for database, rename in random_renames(seed).items()}
     return {"ehrsql2024": mimic, **eicu_vars(eicu_preset, seed=seed, **overrides), "renamed_random": drawn}

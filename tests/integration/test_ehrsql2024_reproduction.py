@@ -1,5 +1,6 @@
 """Acceptance test of the ehrsql2024 profile: the MIMIC-IV demo rebuilt by dbt reproduces the published
-EHRSQL-2024 validation answers when the published gold SQL runs on its SQLite export (docs/benchmarks.md#ehrsql-2024-database)."""
+EHRSQL-2024 validation answers when the published gold SQL runs on its SQLite export
+(docs/benchmarks.md#ehrsql-2024-database)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def test_cohort_is_the_published_one(ehrsql2024_sqlite):
         current = con.execute("select count(distinct subject_id) from admissions where dischtime is null").fetchone()[0]
     finally:
         con.close()
-    assert (patients, current) == (94, 4)  # 4 current patients (all there are) + 90 sampled (docs/benchmarks.md#ehrsql-2024-database)
+    # 4 current patients (all there are) + 90 sampled (docs/benchmarks.md#ehrsql-2024-database)
+    assert (patients, current) == (94, 4)
 
 
 def test_gold_sql_reproduces_the_published_answers(ehrsql2024_sqlite):

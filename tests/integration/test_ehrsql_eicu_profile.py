@@ -1,4 +1,5 @@
-"""The ehrsql_eicu profile (EHRSQL eICU database, docs/benchmarks.md#ehrsql-eicu-database) built by real dbt on the eICU demo:
+"""The ehrsql_eicu profile (EHRSQL eICU database, docs/benchmarks.md#ehrsql-eicu-database) built by real dbt on the
+eICU demo:
 time window, ages, the cohort size recomputed independently from staging, seeded determinism,
 and the EHRSQL-2022 preset."""
 

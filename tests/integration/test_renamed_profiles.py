@@ -1,4 +1,5 @@
-"""The renamed profiles on the demos: `renamed` (EHR-ChatQA names, docs/benchmarks.md#ehr-chatqa-renamed-schemas) answers the EHRSQL-2024
+"""The renamed profiles on the demos: `renamed` (EHR-ChatQA names, docs/benchmarks.md#ehr-chatqa-renamed-schemas)
+answers the EHRSQL-2024
 questions once their SQL is renamed, `renamed_random` draws a schema per seed, and the hidden lineage leads
 every benchmark row back to its raw row."""
 
@@ -75,7 +76,8 @@ def test_renamed_mimic_iv_keeps_what_ehrsql2024_filters_and_splits_icd_codes(bui
 
 
 def _without_label_owner_drops(renamed_sqlite: Path, owners: list[tuple[str, str]], target: Path) -> Path:
-    """A copy of the renamed database with EHRSQL-2024's label-owner filter applied (docs/benchmarks.md#ehrsql-2024-build-algorithm (step 5)): the
+    """A copy of the renamed database with EHRSQL-2024's label-owner filter applied
+    (docs/benchmarks.md#ehrsql-2024-build-algorithm (step 5)): the
     one designed difference between the two databases besides the costs."""
     target.write_bytes(renamed_sqlite.read_bytes())
     con = sqlite3.connect(target)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ehrbench.errors import ConfigError, MissingInputError
 from ehrbench.evaluation.results import ResultStore
 from ehrbench.publish import publish, staging_dir
 
@@ -280,3 +281,24 @@ def test_a_temporary_prefect_server_that_does_not_start_is_a_one_line_error(tmp_
                       "start a server with 'make server', or retry"], result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data" / "benchmarks").exists()
+
+
+@pytest.mark.parametrize(("raised", "user_error"), [
+    (ConfigError("--run-id r1: a part of another build"), True),
+    (MissingInputError("data/results/run_id=r1: no results"), True),
+    (ValueError("unpacking went wrong"), False),  # a bug: shown with its traceback, not as a one-line user error
+    (FileNotFoundError("/tmp/gone"), False),
+])
+def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkeypatch, raised, user_error):
+    import ehrbench.cli as cli
+    import ehrbench.evaluation.report as report
+
+    def metric_table(_folder):
+        raise raised
+
+    monkeypatch.setattr(report, "metric_table", metric_table)
+    result = CliRunner().invoke(cli.app, ["metrics", "--run-id", "r1", "--data-dir", str(tmp_path)])
+    if user_error:
+        assert (result.exit_code, result.stderr) == (1, f"ehrbench: error: {raised}\n")
+    else:
+        assert result.exception is raised and "ehrbench: error:" not in result.stderr

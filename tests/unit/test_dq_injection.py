@@ -1,4 +1,5 @@
-"""The data-quality error injector (docs/benchmarks.md#data-quality-error-injection) on a small hand-made extract: every sub-type makes an error whose
+"""The data-quality error injector (docs/benchmarks.md#data-quality-error-injection) on a small hand-made extract:
+every sub-type makes an error whose
 labels say what happened, a row is never part of two errors, tasks are seeded and byte-reproducible, recipes are
 checked on load, and a written task's oracle scores 1.0."""
 

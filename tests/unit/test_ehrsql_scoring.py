@@ -1,5 +1,6 @@
 """EHRSQL-2024 scoring on hand-computed cases: the published scorer's SQL preprocessing and the answer
-strings of answer.json (docs/benchmarks.md#ehrsql-2024-answer-comparison-and-reliability-score), plus the seeded draws of the build (docs/benchmarks.md#ehrsql-2024-seeded-draws (draws (a)-(d)))."""
+strings of answer.json (docs/benchmarks.md#ehrsql-2024-answer-comparison-and-reliability-score), plus the seeded draws
+of the build (docs/benchmarks.md#ehrsql-2024-seeded-draws (draws (a)-(d)))."""
 
 from __future__ import annotations
 

@@ -61,7 +61,8 @@ def test_tasks_of_a_build_separate_the_agent_view_from_the_gold(tmp_path):
     assert tasks[1].view.database == build / "db" / "ehrsql_eicu" / "eicu.duckdb"
     assert "answer" not in json.dumps(ehrsql.__dict__, default=str)  # no gold in what an agent sees
     assert tasks[3].view.fhir_resources == build / "fhir" / "resources.duckdb"
-    # FHIR-AgentBench gives the agent the Patient id: the published id of MIMIC-IV subject 10009628 (docs/benchmarks.md#fhir-resource-ids)
+    # FHIR-AgentBench gives the agent the Patient id: the published id of MIMIC-IV subject 10009628
+    # (docs/benchmarks.md#fhir-resource-ids)
     assert tasks[3].view.patient_fhir_id == "51d2190c-cc46-56c5-b2ea-363895cbea75"
     assert ehrsql.patient_fhir_id is None
     assert tasks[4].view.data_dir == build / "dq" / "audit" / "data"

@@ -8,6 +8,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from ehrbench.errors import MissingInputError
 from ehrbench.export import export_parquet, export_schema
 
 
@@ -51,7 +52,7 @@ def test_export_refuses_to_overwrite_and_names_a_missing_schema(warehouse, tmp_p
     target.write_bytes(b"")
     with pytest.raises(FileExistsError, match="x.duckdb"):
         export_schema(warehouse, "demo__db", target, tmp_path / "x.sqlite")
-    with pytest.raises(ValueError, match="nope"):
+    with pytest.raises(MissingInputError, match="nope"):
         export_schema(warehouse, "nope", tmp_path / "y.duckdb", tmp_path / "y.sqlite")
 
 

@@ -1,4 +1,5 @@
-"""FHIR ids as MIMIC-IV on FHIR makes them (docs/benchmarks.md#fhir-resource-ids), in Python and in the SQL of the dbt macro."""
+"""FHIR ids as MIMIC-IV on FHIR makes them (docs/benchmarks.md#fhir-resource-ids), in Python and in the SQL of the dbt
+macro."""
 
 from __future__ import annotations
 

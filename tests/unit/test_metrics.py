@@ -1,5 +1,5 @@
-"""The metrics of docs/benchmarks.md#metrics on hand-computed cases (arithmetic in the comments) and, for Pass@k and Pass^k,
-against a brute-force enumeration of the k-subsets of trials."""
+"""The metrics of docs/benchmarks.md#metrics on hand-computed cases (arithmetic in the comments) and, for Pass@k and
+Pass^k, against a brute-force enumeration of the k-subsets of trials."""
 
 from __future__ import annotations
 

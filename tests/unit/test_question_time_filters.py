@@ -110,7 +110,8 @@ def test_months_before_now_are_counted_as_sqlite_counts_them(months, expected):
     assert f"{sqlite_months_before(NOW, months):%Y-%m-%d %H:%M:%S}" == expected
 
 
-@pytest.mark.parametrize(("time_filter", "documented"), [  # docs/benchmarks.md#ehrsql-time-expressions-and-operators's SQLite forms (EHRSQL's gold SQL)
+# the SQLite forms of docs/benchmarks.md#ehrsql-time-expressions-and-operators (EHRSQL's gold SQL)
+@pytest.mark.parametrize(("time_filter", "documented"), [
     (TimeFilter("abs-year-in", "in 2100", NOW, {"value": "2100"}), "STRFTIME('%Y', e.t) = '2100'"),
     (TimeFilter("abs-month-since", "since 12/2100", NOW, {"value": "2100-12"}), "STRFTIME('%Y-%m', e.t) >= '2100-12'"),
     (TimeFilter("rel-year", "last year", NOW, {"back": 1}),

@@ -1,4 +1,5 @@
-"""The simulated user of the `chatqa` suite (docs/benchmarks.md#agent-tools) and the post-hoc validator of its conversations.
+"""The simulated user of the `chatqa` suite (docs/benchmarks.md#agent-tools) and the post-hoc validator of its
+conversations.
 
 EHR-ChatQA tests an agent that must *ask*: a language model plays a clinician who holds a private instruction
 ("you want to know X; tell the DB agent (1) ... (2) ...") and reveals it one detail at a time. A role-playing model

@@ -86,7 +86,7 @@ def build(
     use_prefect(root, verbose=verbose)
     from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
 
-    with flow_failures(ValueError), following_flows(verbose):
+    with flow_failures(), following_flows(verbose):
         check_prefect_api()
         folder = build_benchmark(
             mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,
@@ -181,7 +181,7 @@ def evaluate(
     use_prefect(root, verbose=verbose)
     from flows.evaluate import evaluate_agents
 
-    with flow_failures(FileNotFoundError, ValueError), following_flows(verbose):
+    with flow_failures(), following_flows(verbose):
         check_prefect_api()
         chosen = {"suites": suite, "agents": agent}
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
@@ -236,7 +236,7 @@ def metrics(
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
     try:
         rows = metric_table(ResultStore(layout.results, run_id).folder)
-    except (FileNotFoundError, ValueError, EhrbenchError) as exc:  # e.g. a part that is no parquet file, named
+    except EhrbenchError as exc:  # no such run, or a part that is no parquet file, named
         fail(str(exc), EXIT_FAILED)
     if as_json:
         for row in rows:
@@ -283,12 +283,12 @@ def report(
     try:  # a missing run, or a part that is no trial part, is named before any Prefect start-up
         run_id = run_id or newest_run(results)
         readable_parts(results / f"run_id={run_id}")
-    except (FileNotFoundError, EhrbenchError) as exc:
+    except EhrbenchError as exc:
         fail(str(exc), EXIT_FAILED)
     use_prefect(root, verbose=verbose)
     from flows.report import render_report
 
-    with flow_failures(FileNotFoundError, ValueError), following_flows(verbose):
+    with flow_failures(), following_flows(verbose):
         check_prefect_api()
         index = render_report(run_id=run_id, trend_prefix=trend_prefix, bootstrap_replicates=bootstrap,
                               bootstrap_seed=seed, report_dir=str(out.resolve()) if out else None, data_dir=str(root))

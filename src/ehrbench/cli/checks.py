@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ehrbench.environment import variable
+from ehrbench.errors import ConfigError, EhrbenchError
 from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.parameter_errors import Loc, one_line
 from ehrbench.settings import RUN_ID_FORM, BuildParameters, default_data_dir, is_run_id
@@ -87,7 +88,7 @@ def check_model_spec(spec: str, source: str) -> None:
 
     try:
         ModelSpec.parse(spec)
-    except ValueError as exc:
+    except ConfigError as exc:
         refuse(f"{source}: {exc}")
 
 
@@ -139,7 +140,7 @@ def build_parameters(given: dict[str, Any]) -> BuildParameters:
 
         try:
             load_recipes(parameters.dq.recipes)
-        except (FileNotFoundError, ValueError) as exc:
+        except EhrbenchError as exc:  # ConfigError, MissingInputError
             refuse(f"--dq-recipes: {exc}")
     return parameters
 

@@ -98,7 +98,7 @@ def dq_score(
         refuse(refusal)
     try:
         result = score_task(task_dir, flagged_rows)
-    except (FileNotFoundError, ValueError) as exc:
+    except EhrbenchError as exc:
         fail(str(exc), EXIT_FAILED)
     typer.echo(json.dumps(result.to_dict()))
 

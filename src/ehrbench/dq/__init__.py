@@ -1,1 +1,2 @@
-"""Data-quality auditing tasks (docs/benchmarks.md#data-quality-error-injection): seeded error injection with cluster gold, and the scorer."""
+"""Data-quality auditing tasks (docs/benchmarks.md#data-quality-error-injection): seeded error injection with cluster
+gold, and the scorer."""

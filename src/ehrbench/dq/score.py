@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ehrbench.errors import MissingInputError
+from ehrbench.errors import ConfigError, MissingInputError
 from ehrbench.layout import AuditTaskLayout
 
 PASS_RECALL = 1.0
@@ -73,7 +73,7 @@ def read_labels(task_dir: Path) -> list[dict]:
     table = pq.read_table(path)
     missing = [c for c in LABEL_COLUMNS if c not in table.column_names]
     if missing:
-        raise ValueError(f"{path}: labels lack column(s) {', '.join(missing)}; expected {', '.join(LABEL_COLUMNS)}")
+        raise ConfigError(f"{path}: labels lack column(s) {', '.join(missing)}; expected {', '.join(LABEL_COLUMNS)}")
     return table.to_pylist()
 
 

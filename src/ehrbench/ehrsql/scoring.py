@@ -1,4 +1,5 @@
-"""EHRSQL-2024 scoring: the published scorer's SQL preprocessing and answer comparison (docs/benchmarks.md#ehrsql-2024-answer-comparison-and-reliability-score).
+"""EHRSQL-2024 scoring: the published scorer's SQL preprocessing and answer comparison
+(docs/benchmarks.md#ehrsql-2024-answer-comparison-and-reliability-score).
 
 `prepare_gold_sql` rewrites a gold (or predicted) SQLite query the way the published scorer does
 before executing it; `format_answer` turns executed rows into the string that the published
@@ -14,7 +15,8 @@ CURRENT_TIME = "2100-12-31 23:59:00"
 MAX_ROWS = 100
 FLOAT_DIGITS = 3
 
-# Normal ranges of the vital-sign placeholders `<vital>_lower` / `<vital>_upper` (docs/benchmarks.md#vital-sign-normal-ranges).
+# Normal ranges of the vital-sign placeholders `<vital>_lower` / `<vital>_upper`
+# (docs/benchmarks.md#vital-sign-normal-ranges).
 VITAL_RANGES: dict[str, tuple[float, float]] = {
     "temperature": (35.5, 38.1),
     "sao2": (95.0, 100.0),

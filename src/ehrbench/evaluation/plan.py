@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ehrbench.agents.baselines import make_agents
 from ehrbench.agents.config import AgentConfig
 from ehrbench.agents.sandbox import isolation
+from ehrbench.errors import ConfigError
 from ehrbench.tasks import Agent, EvalTask
 
 Trial = tuple[Agent, EvalTask, int]  # an agent on a task, the trial-th time
@@ -38,7 +39,7 @@ def secret_api_keys(configs: Sequence[AgentConfig], load_secret: Callable[[str],
             try:
                 keys[config.name] = load_secret(name)
             except ValueError as exc:  # Prefect raises a plain ValueError for a missing block
-                raise ValueError(f"agent {config.name!r}: api_key_secret {name!r}: {exc}") from None
+                raise ConfigError(f"agent {config.name!r}: api_key_secret {name!r}: {exc}") from None
     return keys
 
 

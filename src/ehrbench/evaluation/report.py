@@ -1,5 +1,6 @@
 """The metric table of an evaluation run, per agent and suite, read with DuckDB from the run's parquet parts and
-computed with `ehrbench.metrics` (docs/benchmarks.md#repeated-trials): success rate, Pass@k / Pass^k / Gap-k over the run's k trials, the
+computed with `ehrbench.metrics` (docs/benchmarks.md#repeated-trials): success rate, Pass@k / Pass^k / Gap-k over the
+run's k trials, the
 reliability score RS(c) and F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall (precision None
 for an agent that retrieved nothing: `ehrbench.metrics.retrieval`), data-quality recall/precision, cost and
 latency. Trials that ended in an error count as failures (reward 0); trials whose simulated user erred (status

@@ -1,4 +1,5 @@
-"""The rows a gold SQL query reads (docs/benchmarks.md#fhir-agentbench-data-and-ground-truth): rewrite the query so that it returns the row ids of the patient
+"""The rows a gold SQL query reads (docs/benchmarks.md#fhir-agentbench-data-and-ground-truth): rewrite the query so
+that it returns the row ids of the patient
 data it answers from, keeping WHERE, ORDER BY and LIMIT, so that the rows can be mapped to FHIR resources.
 
 Which rows are "the evidence": the rows of the patient-data tables in the FROM/JOIN of the SELECT that produces

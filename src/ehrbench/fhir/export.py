@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from ehrbench.errors import MissingInputError
 from ehrbench.fhir.validation import ValidationReport, validate_resources
 from ehrbench.layout import BuildLayout
 
@@ -83,7 +84,8 @@ def fhir_relations(con: duckdb.DuckDBPyConnection, catalog: str) -> list[str]:
         "where table_catalog = ? and table_schema = ? group by table_name order by table_name",
         [catalog, FHIR_SCHEMA]).fetchall()
     if not tables:
-        raise ValueError(f"no FHIR resource tables in schema {FHIR_SCHEMA} of {catalog}: run `dbt build --select fhir`")
+        raise MissingInputError(f"no FHIR resource tables in schema {FHIR_SCHEMA} of {catalog}: "
+                                "run `dbt build --select fhir`")
     for table, columns in tables:
         missing = [c for c in RESOURCE_COLUMNS if c not in columns]
         if missing:

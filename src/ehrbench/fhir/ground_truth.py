@@ -1,5 +1,5 @@
-"""Resource-id ground truth of SQL questions (docs/benchmarks.md#fhir-agentbench-data-and-ground-truth): the FHIR resources an agent must retrieve to answer a
-question over FHIR are the resources made from the rows its gold SQL reads.
+"""Resource-id ground truth of SQL questions (docs/benchmarks.md#fhir-agentbench-data-and-ground-truth): the FHIR
+resources an agent must retrieve to answer a question over FHIR are the resources made from the rows its gold SQL reads.
 
     gold SQL --(evidence.evidence_queries, run on the profile's SQLite file)--> (table, row_id)
              --(hidden lineage: source_key = the raw MIMIC-IV key fields)--> resource ids (ids.key_from_fields)

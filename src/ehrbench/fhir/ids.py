@@ -1,4 +1,5 @@
-"""FHIR resource ids as MIMIC-IV on FHIR makes them (docs/benchmarks.md#fhir-resource-ids), so that ids match FHIR-AgentBench's:
+"""FHIR resource ids as MIMIC-IV on FHIR makes them (docs/benchmarks.md#fhir-resource-ids), so that ids match
+FHIR-AgentBench's:
 
     id = uuid5(uuid5(uuid5(NAMESPACE_OID, "MIMIC-IV"), <namespace name>), <key>)
 

@@ -1,4 +1,5 @@
-"""Validation of built FHIR resources: structure and types with fhir.resources (FHIR R4B models; docs/benchmarks.md#pitfalls: the
+"""Validation of built FHIR resources: structure and types with fhir.resources (FHIR R4B models;
+docs/benchmarks.md#pitfalls: the
 package's default is R5, MIMIC-IV on FHIR is R4), plus what fhir.resources does not check: the required-binding
 code values of the elements we build, and FHIR JSON's rule that no element is empty (null, "", [] or {}).
 References are checked by the callers (they need the whole set)."""

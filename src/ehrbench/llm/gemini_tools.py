@@ -14,6 +14,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from ehrbench.errors import ConfigError
 from ehrbench.llm.chat import ChatError, endpoint_name, httpx_errors, read_reply, unreadable_reply
 from ehrbench.llm.tool_chat import THOUGHT_SIGNATURE_KEY, ChatTurn, ToolSpec, Usage, parse_tool_call
 
@@ -33,7 +34,7 @@ class GeminiToolChat:
         self.model, self.base_url, self.timeout_s = model, base_url, timeout_s
         api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not api_key:
-            raise ValueError(f"gemini:{model} needs an API key: pass one or set GEMINI_API_KEY (or GOOGLE_API_KEY)")
+            raise ConfigError(f"gemini:{model} needs an API key: pass one or set GEMINI_API_KEY (or GOOGLE_API_KEY)")
         # imported here, not at the top (see the module docstring)
         from google import genai
         from google.genai import types as genai_types

@@ -1,4 +1,5 @@
-"""Correctness of a free-text or list answer against an EHRSQL-2024 gold answer string (docs/benchmarks.md#ehrsql-2024-answer-comparison-and-reliability-score).
+"""Correctness of a free-text or list answer against an EHRSQL-2024 gold answer string
+(docs/benchmarks.md#ehrsql-2024-answer-comparison-and-reliability-score).
 
 The gold is the `answer_text` of a question, e.g. "[['2100-12-20 01:43:00']]", "[['6.51']]", "[['0']]",
 "[['aspirin'], ['heparin']]" or "[]". An agent answers in prose or values ("The last admission was on 2100-12-20
@@ -55,7 +56,8 @@ import re
 from collections.abc import Iterable
 
 FLOAT_DIGITS = 3
-# The build's fixed local offset for FHIR times (the SQL times are this wall clock, docs/benchmarks.md#fhir-agentbench-data-and-ground-truth).
+# The build's fixed local offset for FHIR times (the SQL times are this wall clock,
+# docs/benchmarks.md#fhir-agentbench-data-and-ground-truth).
 LOCAL_OFFSET = dt.timezone(dt.timedelta(hours=-4))
 
 EMPTY_ANSWERS = frozenset({"", "[]", "none", "null", "n/a", "no results", "no result", "no records", "no data"})

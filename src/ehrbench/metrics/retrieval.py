@@ -1,4 +1,5 @@
-"""FHIR retrieval precision and recall per question, with docs/benchmarks.md#fhir-retrieval-precision-and-recall's edge cases (None = excluded).
+"""FHIR retrieval precision and recall per question, with docs/benchmarks.md#fhir-retrieval-precision-and-recall's edge
+cases (None = excluded).
 
 precision = |pred ∩ gold| / |pred| and recall = |pred ∩ gold| / |gold| over resource ids compared as strings,
 each id counted once. Both empty → 1 and 1 (nothing to find, nothing wrongly found); gold empty with

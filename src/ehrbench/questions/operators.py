@@ -1,4 +1,5 @@
-"""Operator slots of the EHRSQL templates (docs/benchmarks.md#ehrsql-time-expressions-and-operators): each option is a phrase for the question and a SQL fragment
+"""Operator slots of the EHRSQL templates (docs/benchmarks.md#ehrsql-time-expressions-and-operators): each option is a
+phrase for the question and a SQL fragment
 for the gold query. A template names the operators it uses; `{agg}` in its question is the phrase, `{{ agg }}` in its
 SQL the fragment."""
 

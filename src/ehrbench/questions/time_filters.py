@@ -1,4 +1,5 @@
-"""Time expressions of the EHRSQL templates (docs/benchmarks.md#ehrsql-time-expressions-and-operators): one natural-language phrase and the DuckDB SQL it means.
+"""Time expressions of the EHRSQL templates (docs/benchmarks.md#ehrsql-time-expressions-and-operators): one
+natural-language phrase and the DuckDB SQL it means.
 
 Three slot families:
 - global (`{time}`): a filter on an event time (absolute year/month/day "in", "since", "until"; relative "last

@@ -1,5 +1,5 @@
-"""Renamed schemas (profiles `renamed` and `renamed_random`, docs/benchmarks.md#ehr-chatqa-renamed-schemas): the published EHR-ChatQA map,
-seeded synonym draws on top of it, and rewriting SQL for a renamed schema."""
+"""Renamed schemas (profiles `renamed` and `renamed_random`, docs/benchmarks.md#ehr-chatqa-renamed-schemas): the
+published EHR-ChatQA map, seeded synonym draws on top of it, and rewriting SQL for a renamed schema."""
 
 from ehrbench.renaming.random_rename import draw_random_rename, load_vocabulary
 from ehrbench.renaming.schema_rename import SchemaRename, TableRename, published_rename

@@ -1,5 +1,5 @@
-"""Seeded synonym renames (profile `renamed_random`, docs/benchmarks.md#seeded-random-renames): a fresh schema per build, so a model
-cannot have memorised the names; the drawn map is recorded in the build manifest.
+"""Seeded synonym renames (profile `renamed_random`, docs/benchmarks.md#seeded-random-renames): a fresh schema per
+build, so a model cannot have memorised the names; the drawn map is recorded in the build manifest.
 
 The draw is a pure function of (base rename, seed, vocabulary). Order of draws, on one
 `random.Random(seed)`: one shuffle per table in the base's table order, then one shuffle per distinct

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ehrbench.errors import ConfigError
+
 DEFAULT_RENAME_MAP = Path(__file__).resolve().parents[3] / "dbt_project" / "seeds" / "ehrchatqa_rename_map.csv"
 RENAME_MAP_FIELDS = ("db", "source_table", "target_table", "source_column", "target_column")
 
@@ -119,7 +121,7 @@ def published_rename(database: str, path: Path | None = None) -> SchemaRename:
         reader = csv.DictReader(handle)
         if missing := [field for field in RENAME_MAP_FIELDS if field not in (reader.fieldnames or [])]:
             expected = ", ".join(RENAME_MAP_FIELDS)
-            raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (expected {expected})")
+            raise ConfigError(f"{path}: missing column(s) {', '.join(missing)} (expected {expected})")
         rows = list(reader)
 
     targets: dict[str, str] = {}
@@ -128,10 +130,10 @@ def published_rename(database: str, path: Path | None = None) -> SchemaRename:
         if row["db"] != database:
             continue
         if empty := [field for field in RENAME_MAP_FIELDS if not (row[field] or "").strip()]:
-            raise ValueError(f"{path}, line {line}: empty field(s) {', '.join(empty)}")
+            raise ConfigError(f"{path}, line {line}: empty field(s) {', '.join(empty)}")
         source = row["source_table"]
         if targets.setdefault(source, row["target_table"]) != row["target_table"]:
-            raise ValueError(
+            raise ConfigError(
                 f"{path}, line {line}: target_table {row['target_table']!r} contradicts "
                 f"{targets[source]!r} given earlier for source_table {source!r}"
             )
@@ -139,10 +141,10 @@ def published_rename(database: str, path: Path | None = None) -> SchemaRename:
 
     if not targets:
         known = sorted({row["db"] for row in rows})
-        raise ValueError(f"{path}: no rows with db {database!r} (databases in the file: {', '.join(known)})")
+        raise ConfigError(f"{path}: no rows with db {database!r} (databases in the file: {', '.join(known)})")
     try:
         return SchemaRename(
             database, tuple(TableRename(source, targets[source], tuple(columns[source])) for source in targets)
         )
     except ValueError as err:
-        raise ValueError(f"{path}: {err}") from err
+        raise ConfigError(f"{path}: {err}") from err

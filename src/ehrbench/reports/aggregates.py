@@ -5,7 +5,8 @@ task facets (table `task_facets`, see `ehrbench.reports.catalog`). `leaderboard`
 Every leaderboard metric is a ratio of sums over per-task statistics (`task_stats`), so the same SQL expression
 gives the point estimate (over all tasks) and each bootstrap replicate (over tasks drawn with replacement): the
 confidence intervals resample tasks, not trials, because the trials of one task are not independent. Definitions
-are docs/benchmarks.md#metrics's (and `ehrbench.metrics`', which the tests hold these queries to): trials whose simulated user
+are docs/benchmarks.md#metrics's (and `ehrbench.metrics`', which the tests hold these queries to): trials whose
+simulated user
 erred (status invalid) are not scored; a trial that ended in an error is a failure (reward 0); RS(c) and F1 count
 completed trials only; Pass@k / Pass^k use the fewest trials any task of the (agent, suite) has as k; retrieval
 precision is undefined over tasks where the agent retrieved nothing (`ehrbench.metrics.retrieval`), so a bootstrap

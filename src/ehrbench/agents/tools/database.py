@@ -1,5 +1,5 @@
-"""EHR-ChatQA's database tools (names and arguments as in the paper, docs/benchmarks.md#agent-tools) over one agent-facing database,
-DuckDB or SQLite.
+"""EHR-ChatQA's database tools (names and arguments as in the paper, docs/benchmarks.md#agent-tools) over one
+agent-facing database, DuckDB or SQLite.
 
 Every statement, the agent's and the tools' own, runs through one SqlSandbox (read-only, no files, timeouts). The
 tools' own statements embed the model's table and column names only after matching them against the catalog, and

@@ -1,5 +1,5 @@
-"""FHIR-AgentBench's tools (docs/benchmarks.md#agent-tools) over one build's `fhir/resources.duckdb`, read through the in-memory
-SearchIndex: nothing else of the build (questions, gold, hidden files) is ever opened.
+"""FHIR-AgentBench's tools (docs/benchmarks.md#agent-tools) over one build's `fhir/resources.duckdb`, read through the
+in-memory SearchIndex: nothing else of the build (questions, gold, hidden files) is ever opened.
 
 One FhirTools serves one trial: `retrieved_ids` lists every resource a tool returned in it (first-seen order), for
 retrieval precision and recall, and execute_python sees exactly those resources as `resources.json`. Share one

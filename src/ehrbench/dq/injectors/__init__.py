@@ -1,4 +1,5 @@
-"""Error injectors, one module per family (docs/benchmarks.md#data-quality-error-injection and two of ehrbench's own: temporal violations, orphan
+"""Error injectors, one module per family (docs/benchmarks.md#data-quality-error-injection and two of ehrbench's own:
+temporal violations, orphan
 references). An injector makes one error: it picks unclaimed rows with the seeded generator it is given and returns
 the error's changes (or None when no row qualifies); `ehrbench.dq.inject` commits them."""
 

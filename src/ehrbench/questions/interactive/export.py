@@ -11,7 +11,8 @@ from ehrbench.questions.generate import GeneratedQuestion
 from ehrbench.questions.interactive.suite import SUITE
 from ehrbench.questions.suites import write_once
 
-# EHR-ChatQA's environment names for its renamed databases (our `renamed` profile rebuilds them, docs/benchmarks.md#ehr-chatqa-renamed-schemas)
+# EHR-ChatQA's environment names for its renamed databases (our `renamed` profile rebuilds them,
+# docs/benchmarks.md#ehr-chatqa-renamed-schemas)
 CHATQA_DB_IDS = {"mimic_iv": "mimic_iv_star", "eicu": "eicu_star"}
 
 
