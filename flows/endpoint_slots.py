@@ -30,6 +30,7 @@ from prefect.client.orchestration import get_client
 from prefect.concurrency.context import ConcurrencyContext
 from prefect.concurrency.sync import concurrency
 
+from ehrbench.errors import EndpointBusyError
 from flows.prefect_api import announce
 
 # Slots are leased and the lease renewed while the holder lives; a killed run's slots come back when its lease runs
@@ -63,7 +64,7 @@ def endpoint_slots(name: str, slots: int, leases: RunLeases) -> Iterator[None]:
         with held_slots(name, slots, leases, lease_duration=SLOT_LEASE_S, timeout_seconds=SLOT_WAIT_S):
             yield
     except TimeoutError:
-        raise RuntimeError(
+        raise EndpointBusyError(
             f"no free slots on the concurrency limit {name!r} after {SLOT_WAIT_S:.0f} s: another run is using the "
             f"endpoint, or a killed run of another run id still holds them (resuming that run id gives them back; a "
             f"`prefect server` also reclaims them {SLOT_LEASE_S:.0f} s after the kill). As a last resort free them "

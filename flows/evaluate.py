@@ -30,7 +30,7 @@ from prefect.blocks.system import Secret
 from prefect.runtime import flow_run
 
 from ehrbench.agents.config import BASELINES, parse_agents
-from ehrbench.errors import ConfigError
+from ehrbench.errors import ConfigError, EhrbenchError
 from ehrbench.evaluation.plan import TrialKey, plan_run
 from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
@@ -186,5 +186,5 @@ def _render_dashboard(store: ResultStore, run_prefix: str, report_dir: str | Non
             f"{store.run_id}: no trial runs again)") from exc
 
 
-class DashboardNotRendered(RuntimeError):
+class DashboardNotRendered(EhrbenchError):
     """The evaluation finished; only its dashboard stage failed."""

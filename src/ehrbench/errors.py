@@ -16,6 +16,10 @@ class MissingInputError(EhrbenchError, FileNotFoundError):
     the message says which command makes it."""
 
 
+class EndpointBusyError(EhrbenchError):
+    """A model endpoint's concurrency slots stayed taken past the wait; the message says who may hold them."""
+
+
 class SourceError(EhrbenchError):
     """A raw source directory, file or download is missing or not what the release documents."""
 
