@@ -5,7 +5,7 @@
       → [5/8] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
       → [6/8] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
       → [7/8] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
-        flows/inject_errors.py)
+        flows/dq.py)
       → [8/8] publish (manifest.json, atomic rename, `latest`)
 
 The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
@@ -46,9 +46,9 @@ from ehrbench.settings import BuildParameters, DqSettings, Edition, QuestionSett
 from ehrbench.stack.static_files import data_docs_link
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
+from flows.dq import build_audit_tasks
 from flows.fhir_view import build_fhir
 from flows.ingest import ingest
-from flows.inject_errors import inject_errors
 from flows.prefect_api import announce, artifact_url, markdown_artifact
 from flows.publish import publish_build
 from flows.questions import build_questions
@@ -139,7 +139,8 @@ def build_benchmark(
                                                 layout.root)
                 done(questions_detail(question_sets))
             with stage("dq") as done:
-                dq_run, audit_tasks = inject_errors(layout, build_dir, dbt_vars, parameters.seed, parameters.dq, logs)
+                dq_run, audit_tasks = build_audit_tasks(layout, build_dir, dbt_vars, parameters.seed, parameters.dq,
+                                                        logs)
                 done(dq_detail(audit_tasks))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),

@@ -3,7 +3,7 @@ agent-facing databases.
 
     generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)
       → paraphrase (an LLM when EHRBENCH_PARAPHRASE_MODEL is set, else the templates' own phrasings)
-      → interactive tasks (chatqa: IncreQA instructions in lay terms, AdaptQA fallbacks) on the renamed databases
+      → chatqa tasks (IncreQA instructions in lay terms, AdaptQA fallbacks) on the renamed databases
       → ground the MIMIC-IV questions in FHIR resources (and check a sample of the single-patient ones both ways)
       → validate with Great Expectations (expectations/questions.json): failures go to quarantine/questions.parquet,
         the build fails only when the quarantine share passes its threshold
@@ -24,8 +24,8 @@ from ehrbench.fhir.build_grounding import ground_on_build
 from ehrbench.fhir.ground_truth import Question
 from ehrbench.layout import BuildLayout
 from ehrbench.profiles import ProfileVars, schema_renames
+from ehrbench.questions.chatqa import adapt_tasks, chatqa_export, incre_tasks, load_lay_terms
 from ehrbench.questions.generate import GeneratedQuestion, GenerationSettings, generate_questions
-from ehrbench.questions.interactive import adapt_tasks, chatqa_export, incre_tasks, load_lay_terms
 from ehrbench.questions.paraphrase import ParaphraseSettings, paraphrase_questions, paraphraser_from_settings
 from ehrbench.questions.suites import FHIR_DATABASE, fhir_questions, write_ehrsql2024_export, write_questions
 from ehrbench.questions.templates import DATABASES, PROFILE_OF, load_templates
@@ -44,7 +44,7 @@ def build_questions(build_dir: Path, profile_vars: ProfileVars, seed: int, setti
     for database in DATABASES:
         questions += generate(build_dir, database, profile_vars, seed, settings, templates)
     paraphrasing = paraphrase(questions, {t.id: t for t in templates}, seed, settings, data_dir)
-    chatqa = interactive_tasks(build_dir, questions, templates, seed, profile_vars)
+    chatqa = chatqa_tasks(build_dir, questions, templates, seed, profile_vars)
     grounding = ground_in_fhir(build_dir, questions, profile_vars, seed)
     questions += fhir_questions(questions, grounding.pop("groundings")) + chatqa.pop("tasks")
 
@@ -85,8 +85,8 @@ def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, s
     return {"model": paraphrasing.model, "embedding_model": paraphrasing.embedding_model, **report.to_dict()}
 
 
-@task(name="interactive-tasks", task_run_name="interactive-tasks/chatqa")
-def interactive_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates: list, seed: int,
+@task(name="chatqa-tasks", task_run_name="chatqa-tasks")
+def chatqa_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates: list, seed: int,
                       profile_vars: ProfileVars) -> dict:
     """EHR-ChatQA-style tasks on the renamed databases: IncreQA from the answerable questions whose items have lay
     terms, AdaptQA from the curated brand/generic, drug-class and alternative-lab tables."""

@@ -425,7 +425,7 @@ def test_build_generates_validated_questions_in_the_published_formats(first_buil
 
 def test_build_writes_chatqa_tasks_that_reproduce_their_answers_on_the_renamed_databases(first_build):
     from ehrbench.ehrsql.scoring import format_answer
-    from ehrbench.questions.interactive import demo_coverage, load_lay_terms
+    from ehrbench.questions.chatqa import demo_coverage, load_lay_terms
 
     folder = first_build["folder"]
     rows = pq.read_table(folder / "questions" / "questions.parquet").to_pylist()

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "inject-errors", "publish")
+STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "publish")
 ARTIFACT_KEYS = {"ingest-files", "ingest-summary", "transform-dbt", "validation-results",
                  "validation-summary", "databases", "fhir", "questions", "questions-validation",
                  "questions-data-docs", "dq-tasks", "build-published", "build-summary"}

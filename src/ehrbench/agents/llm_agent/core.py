@@ -20,7 +20,7 @@ from ehrbench.llm.chat import embedding_model
 from ehrbench.llm.prices import cost_usd
 from ehrbench.llm.tool_chat import ToolChatModel, ToolSpec, Usage
 from ehrbench.llm.tools import tool_chat_model
-from ehrbench.questions.interactive import LayTerms, load_lay_terms
+from ehrbench.questions.chatqa import LayTerms, load_lay_terms
 from ehrbench.tasks import AgentAnswer, TaskView
 
 ANSWER_ROWS = 100  # EHRSQL-2024 compares the first 100 rows

@@ -12,7 +12,7 @@ import numpy as np
 from rapidfuzz import fuzz, process, utils
 
 from ehrbench.llm.chat import Embedder
-from ehrbench.questions.interactive import LayTerms, load_lay_terms
+from ehrbench.questions.chatqa import LayTerms, load_lay_terms
 
 CURATED = "curated"  # the default synonym table: ehrbench.questions' lay_terms.yaml and brand_generic.yaml
 

@@ -19,19 +19,19 @@ renamed, and executed on the renamed database (`renamed_database`).
 match a database's stored values (`stored_values`).
 """
 
-from ehrbench.questions.interactive.adapt import adapt_sql, adapt_tasks
-from ehrbench.questions.interactive.adapt_cases import DRUG_SOURCES, LAB_SOURCES
-from ehrbench.questions.interactive.coverage import CoverageReport, demo_coverage
-from ehrbench.questions.interactive.export import CHATQA_DB_IDS, chatqa_export
-from ehrbench.questions.interactive.incre import incre_tasks
-from ehrbench.questions.interactive.incre_instruction import (
+from ehrbench.questions.chatqa.adapt import adapt_sql, adapt_tasks
+from ehrbench.questions.chatqa.adapt_cases import DRUG_SOURCES, LAB_SOURCES
+from ehrbench.questions.chatqa.coverage import CoverageReport, demo_coverage
+from ehrbench.questions.chatqa.export import CHATQA_DB_IDS, chatqa_export
+from ehrbench.questions.chatqa.incre import incre_tasks
+from ehrbench.questions.chatqa.incre_instruction import (
     KIND_NOUNS,
     OPERATOR_NOUNS,
     SLOT_NOUNS,
     TOPICS,
     incre_instruction,
 )
-from ehrbench.questions.interactive.lay_terms import (
+from ehrbench.questions.chatqa.lay_terms import (
     DATA_DIR,
     LAY_KINDS,
     AlternativeLab,
@@ -41,8 +41,8 @@ from ehrbench.questions.interactive.lay_terms import (
     LayTerms,
     load_lay_terms,
 )
-from ehrbench.questions.interactive.stored_values import DICTIONARY_VALUES, ITEM_KINDS, USED_VALUES, item_kind
-from ehrbench.questions.interactive.suite import RENAMED_PROFILE, SUITE, TIMEOUT_S
+from ehrbench.questions.chatqa.stored_values import DICTIONARY_VALUES, ITEM_KINDS, USED_VALUES, item_kind
+from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, SUITE, TIMEOUT_S
 
 __all__ = [
     "CHATQA_DB_IDS",

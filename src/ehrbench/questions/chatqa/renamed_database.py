@@ -11,11 +11,11 @@ import duckdb
 
 from ehrbench.ehrsql.scoring import format_answer
 from ehrbench.profiles import BenchmarkDatabase
+from ehrbench.questions.chatqa.stored_values import USED_VALUES
+from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, TIMEOUT_S
 
 # one implementation of timed execution and of answer cells, shared with the ehrsql suite
 from ehrbench.questions.generate import QueryTimeout, plain_cell, run_duckdb, run_sqlite
-from ehrbench.questions.interactive.stored_values import USED_VALUES
-from ehrbench.questions.interactive.suite import RENAMED_PROFILE, TIMEOUT_S
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.renaming import TABLE_NAME_COLUMNS, SchemaRename, rename_sql
 

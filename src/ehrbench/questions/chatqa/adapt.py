@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from ehrbench.ehrsql.scoring import format_answer
+from ehrbench.questions.chatqa.adapt_cases import _DRUG_SHAPES, _LAB_SHAPES, _adapt_cases, _AdaptCase, _Shape
+from ehrbench.questions.chatqa.lay_terms import LayTerms
+from ehrbench.questions.chatqa.renamed_database import _EXECUTION_ERRORS, _open, _RenamedDatabase
+from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, SUITE, TIMEOUT_S, _task_id
 from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
 from ehrbench.questions.generate import GeneratedQuestion, json_value, run_duckdb
 from ehrbench.questions.instantiate import sql_literal
-from ehrbench.questions.interactive.adapt_cases import _DRUG_SHAPES, _LAB_SHAPES, _adapt_cases, _AdaptCase, _Shape
-from ehrbench.questions.interactive.lay_terms import LayTerms
-from ehrbench.questions.interactive.renamed_database import _EXECUTION_ERRORS, _open, _RenamedDatabase
-from ehrbench.questions.interactive.suite import RENAMED_PROFILE, SUITE, TIMEOUT_S, _task_id
 from ehrbench.renaming import SchemaRename
 from ehrbench.seeding import keyed_rng
 

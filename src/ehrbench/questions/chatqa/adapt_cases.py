@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ehrbench.questions.interactive.lay_terms import LayTerms
-from ehrbench.questions.interactive.renamed_database import _RenamedDatabase
+from ehrbench.questions.chatqa.lay_terms import LayTerms
+from ehrbench.questions.chatqa.renamed_database import _RenamedDatabase
 
 
 @dataclass(frozen=True)

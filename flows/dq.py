@@ -31,8 +31,8 @@ from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, table_artifact
 
 
-@flow(name="inject-errors")
-def inject_errors(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
+@flow(name="dq")
+def build_audit_tasks(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
                   settings: DqSettings, log_dir: Path) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `dq` entry: recipes, extract size, tasks, calibration scores."""
     logger = get_run_logger()

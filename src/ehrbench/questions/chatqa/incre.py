@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from ehrbench.ehrsql.scoring import format_answer
+from ehrbench.questions.chatqa.incre_instruction import _SpokenItem, incre_instruction
+from ehrbench.questions.chatqa.lay_terms import LayTerms
+from ehrbench.questions.chatqa.renamed_database import _EXECUTION_ERRORS, _open, _RenamedDatabase
+from ehrbench.questions.chatqa.stored_values import item_kind
+from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, SUITE, _task_id
 from ehrbench.questions.generate import GeneratedQuestion, json_value
-from ehrbench.questions.interactive.incre_instruction import _SpokenItem, incre_instruction
-from ehrbench.questions.interactive.lay_terms import LayTerms
-from ehrbench.questions.interactive.renamed_database import _EXECUTION_ERRORS, _open, _RenamedDatabase
-from ehrbench.questions.interactive.stored_values import item_kind
-from ehrbench.questions.interactive.suite import RENAMED_PROFILE, SUITE, _task_id
 from ehrbench.questions.templates import Template
 from ehrbench.renaming import SchemaRename
 from ehrbench.seeding import keyed_rng

@@ -1,4 +1,4 @@
-"""chatqa suite (ehrbench.questions.interactive): IncreQA instructions with lay terms, AdaptQA fallbacks, the
+"""chatqa suite (ehrbench.questions.chatqa): IncreQA instructions with lay terms, AdaptQA fallbacks, the
 EHR-ChatQA export, and the coverage check of the curated tables, on a hand-made build: a compatibility-schema
 MIMIC-IV database (a few tables) and its copy under renamed names, each as DuckDB and SQLite files."""
 
@@ -13,8 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ehrbench.questions.generate import GenerationSettings, generate_questions
-from ehrbench.questions.interactive import (
+from ehrbench.questions.chatqa import (
     DRUG_SOURCES,
     AlternativeLab,
     BrandGeneric,
@@ -28,7 +27,8 @@ from ehrbench.questions.interactive import (
     incre_tasks,
     load_lay_terms,
 )
-from ehrbench.questions.interactive.adapt_cases import _DRUG_SHAPES, _AdaptCase
+from ehrbench.questions.chatqa.adapt_cases import _DRUG_SHAPES, _AdaptCase
+from ehrbench.questions.generate import GenerationSettings, generate_questions
 from ehrbench.questions.templates import Template
 from ehrbench.renaming import SchemaRename, TableRename
 

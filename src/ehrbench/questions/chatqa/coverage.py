@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from ehrbench.questions.interactive.lay_terms import LAY_KINDS, LayTerms
-from ehrbench.questions.interactive.stored_values import DICTIONARY_VALUES, USED_VALUES
+from ehrbench.questions.chatqa.lay_terms import LAY_KINDS, LayTerms
+from ehrbench.questions.chatqa.stored_values import DICTIONARY_VALUES, USED_VALUES
 
 
 @dataclass

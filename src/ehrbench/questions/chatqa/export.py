@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ehrbench.layout import BuildLayout
+from ehrbench.questions.chatqa.suite import SUITE
 from ehrbench.questions.generate import GeneratedQuestion
-from ehrbench.questions.interactive.suite import SUITE
 from ehrbench.questions.suites import write_once
 
 # EHR-ChatQA's environment names for its renamed databases (our `renamed` profile rebuilds them,
