@@ -423,6 +423,7 @@ def test_one_error_of_each_subtype_is_labelled_as_what_happened(extract, family,
                                                                                changes[0].original_value)
 
 
+@pytest.mark.slow  # a sweep: every sub-type over many seeds
 @pytest.mark.parametrize(("family", "subtype"), all_subtypes())
 def test_the_meaning_holds_over_many_seeds(extract, family, subtype):
     """The drawn numbers (factors, minutes, hours, days, ids) stay in their ranges over many draws."""
