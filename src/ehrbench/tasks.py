@@ -34,6 +34,9 @@ class Gold:
     sql: str | None = None
     fhir_ids: tuple[str, ...] = ()
     dq_task_dir: Path | None = None  # holds gold/labels.parquet
+    # the published scoring rules the task is scored by (ehrsql2024 | ehrsql2022 | ehrchatqa | fhir_agentbench);
+    # None: the suite's own (a generated suite follows the benchmark it is modelled on)
+    protocol: str | None = None
 
 
 @dataclass(frozen=True)
