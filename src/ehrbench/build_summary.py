@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ehrbench.manifest import Manifest
+from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, QuestionsEntry
 from ehrbench.sources.ingest import ReleaseIngest
 from ehrbench.transform import DbtRun
 from ehrbench.validation import SuiteResult
@@ -52,30 +53,38 @@ def validation_detail(results: Mapping[str, SuiteResult]) -> str:
             + (f", {skipped} skipped (absent tables)" if skipped else ""))
 
 
-def databases_detail(databases: Mapping[str, dict]) -> str:
-    tables = sum(len(info["row_counts"]) for info in databases.values())
-    rows = sum(sum(info["row_counts"].values()) for info in databases.values())
+def databases_detail(databases: Mapping[str, DatabaseEntry | dict]) -> str:
+    entries = [DatabaseEntry.model_validate(info) for info in databases.values()]
+    tables = sum(len(entry.row_counts) for entry in entries)
+    rows = sum(sum(entry.row_counts.values()) for entry in entries)
     return f"{len(databases)} databases, {tables} tables, {rows:,} rows (DuckDB and SQLite each)"
 
 
-def fhir_detail(fhir: Mapping) -> str:
-    counts = fhir.get("counts", {})
-    grounded = fhir.get("ground_truth", {}).get("ehrsql2024_valid")
-    return (f"{sum(counts.values()):,} resources of {len(counts)} types, {fhir.get('validated', 0):,} validated"
+def fhir_detail(fhir: FhirEntry | Mapping) -> str:
+    fhir = FhirEntry.model_validate(fhir)
+    counts = fhir.counts
+    grounded = fhir.ground_truth.get("ehrsql2024_valid")
+    return (f"{sum(counts.values()):,} resources of {len(counts)} types, {fhir.validated:,} validated"
             + (f"; EHRSQL-2024 valid grounded: {grounded.get('questions', '?')} questions" if grounded else ""))
 
 
-def questions_detail(questions: Mapping) -> str:
+def questions_detail(questions: QuestionsEntry | Mapping) -> str:
+    questions = QuestionsEntry.model_validate(questions)
+    suites = ", ".join(f"{n:,} {suite}" for suite, n in sorted(_by_suite(questions).items()))
+    return f"{questions.kept:,} kept ({suites}), {questions.quarantined} quarantined"
+
+
+def dq_detail(dq: DqEntry | Mapping) -> str:
+    tasks = DqEntry.model_validate(dq).tasks
+    return f"{len(tasks)} audit tasks, {sum(task.clusters for task in tasks):,} errors injected"
+
+
+def _by_suite(questions: QuestionsEntry) -> Counter:
+    """Questions kept per suite (the manifest counts them per suite and database)."""
     by_suite = Counter()
-    for key, n in questions.get("by_suite", {}).items():
+    for key, n in questions.by_suite.items():
         by_suite[key.split("/")[0]] += n
-    suites = ", ".join(f"{n:,} {suite}" for suite, n in sorted(by_suite.items()))
-    return f"{questions.get('kept', 0):,} kept ({suites}), {questions.get('quarantined', 0)} quarantined"
-
-
-def dq_detail(dq: Mapping) -> str:
-    tasks = dq.get("tasks", [])
-    return f"{len(tasks)} audit tasks, {sum(t['clusters'] for t in tasks):,} errors injected"
+    return by_suite
 
 
 def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) -> list[str]:
@@ -95,9 +104,7 @@ def _headline(manifest: Manifest) -> str:
 def _facts(manifest: Manifest, folder: Path, logs: Path | None) -> list[tuple[str, list[str]]]:
     """(label, lines) of the summary, for the terminal and the artifact alike."""
     questions, dq = manifest.questions, manifest.dq
-    by_suite = Counter()
-    for key, n in questions.get("by_suite", {}).items():
-        by_suite[key.split("/")[0]] += n
+    by_suite = _by_suite(questions)
     dbt_counts = Counter()
     for statuses in manifest.dbt.values():
         for status, n in statuses.items():  # dbt's own statuses: models succeed, tests pass
@@ -108,10 +115,10 @@ def _facts(manifest: Manifest, folder: Path, logs: Path | None) -> list[tuple[st
         ("folder", [str(folder)]),
         ("databases", [f"{', '.join(manifest.databases)} (db/: DuckDB and SQLite)"]),
         ("suites", [", ".join(f"{by_suite[s]:,} {s}" for s in ("ehrsql", "fhir", "chatqa") if by_suite[s])
-                    + f", {len(dq.get('tasks', []))} dq tasks; {questions.get('quarantined', 0)} questions "
+                    + f", {len(dq.tasks)} dq tasks; {questions.quarantined} questions "
                     "quarantined"]),
         ("checks", [f"dbt {sum(dbt_counts.values())} nodes ({_counts(dbt_counts)}); GX {checks - failed}/{checks} "
-                    f"expectations met; FHIR {manifest.fhir.get('validated', 0):,} resources valid"]),
+                    f"expectations met; FHIR {manifest.fhir.validated:,} resources valid"]),
     ]
     warnings = build_warnings(manifest)
     if warnings:
@@ -135,7 +142,7 @@ def build_warnings(manifest: Manifest) -> list[str]:
     absent = [f"{f.dataset}.{f.table}" for f in manifest.inputs if f.status == "absent"]
     if absent:
         warnings.append(f"{len(absent)} optional input files absent (empty tables): {', '.join(absent)}")
-    coverage = manifest.questions.get("validation", {}).get("coverage", {})
+    coverage = manifest.questions.validation.get("coverage", {})
     shortfalls = [name for name, outcome in coverage.items() if not outcome.get("success")]
     if shortfalls:
         warnings.append(f"{len(shortfalls)} question coverage targets not met (see the questions-validation artifact)")

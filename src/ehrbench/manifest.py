@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, QuestionsEntry
 from ehrbench.settings import BuildParameters
 
 if TYPE_CHECKING:
@@ -53,12 +54,12 @@ class Manifest(BaseModel):
     dbt: dict[str, dict[str, int]] = Field(default_factory=dict, description="dbt command -> status counts")
     validation: dict[str, dict] = Field(default_factory=dict, description="suite -> GX summary")
     profile_vars: dict[str, dict] = Field(default_factory=dict, description="dbt vars of each database profile")
-    databases: dict[str, dict] = Field(default_factory=dict,
-                                       description="<profile>/<database> -> schema, files, row counts")
-    fhir: dict = Field(default_factory=dict, description="FHIR resources: counts per type, files, validation")
-    questions: dict = Field(default_factory=dict, description=(
+    databases: dict[str, DatabaseEntry] = Field(default_factory=dict,
+                                                description="<profile>/<database> -> schema, files, row counts")
+    fhir: FhirEntry = Field(default_factory=FhirEntry, description="FHIR resources: counts per type, files, validation")
+    questions: QuestionsEntry = Field(default_factory=QuestionsEntry, description=(
         "generated questions: settings, counts, files, paraphrasing, FHIR grounding, GX validation and quarantine"))
-    dq: dict = Field(default_factory=dict, description=(
+    dq: DqEntry = Field(default_factory=DqEntry, description=(
         "data-quality audit tasks: recipes, extract rows, tasks with their errors, oracle and rule-auditor scores"))
     stages: dict[str, StageTiming] = Field(default_factory=dict)
 
@@ -81,8 +82,8 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                       releases: Sequence[ReleaseIngest], dbt_runs: Sequence[DbtRun],
                       validation: Mapping[str, SuiteResult], row_counts: Mapping[str, dict[str, int]],
                       stages: dict[str, StageTiming], profile_vars: dict[str, dict] | None = None,
-                      databases: dict[str, dict] | None = None, fhir: dict | None = None,
-                      questions: dict | None = None, dq: dict | None = None) -> Manifest:
+                      databases: Mapping[str, DatabaseEntry | dict] | None = None, fhir: FhirEntry | dict | None = None,
+                      questions: QuestionsEntry | dict | None = None, dq: DqEntry | dict | None = None) -> Manifest:
     """The manifest of a finished build from what its stages reported."""
     return Manifest(
         build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),

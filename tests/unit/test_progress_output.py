@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ehrbench.build_summary import STAGES, ingest_detail, stage_line, summary_lines, summary_markdown
 from ehrbench.manifest import InputFile
+from ehrbench.manifest_parts import AuditTaskEntry, DqEntry, QuestionsEntry
 from ehrbench.progress import ANNOUNCED, PROGRESS, TrialCount, log_to_file, report_trials, terminal_progress
 from ehrbench.sources.checksums import Verification
 from ehrbench.sources.ingest import IngestedFile, ReleaseIngest
@@ -98,9 +99,10 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
                            "staging_eicu": {"evaluated": 30, "failed": [{"x": 1}]}}
     manifest.dbt = {"build --select staging": {"pass": 165, "success": 25, "warn": 2},
                     "build --select fhir": {"pass": 82, "success": 15}}
-    manifest.questions = {"by_suite": {"ehrsql/mimic_iv": 922, "ehrsql/eicu": 795, "fhir/mimic_iv": 528,
-                                       "chatqa/mimic_iv": 254}, "quarantined": 3}
-    manifest.dq = {"tasks": [{"clusters": 5}] * 12}
+    manifest.questions = QuestionsEntry(by_suite={"ehrsql/mimic_iv": 922, "ehrsql/eicu": 795, "fhir/mimic_iv": 528,
+                                                  "chatqa/mimic_iv": 254}, quarantined=3)
+    manifest.dq = DqEntry(tasks=[AuditTaskEntry(task_id=f"t{i}", recipe="r", variant="base", folder=f"dq/t{i}",
+                                                clusters=5) for i in range(12)])
     folder = tmp_path / "benchmarks" / manifest.build_id
     lines = summary_lines(manifest, folder, tmp_path / "logs" / manifest.build_id)
     text = "\n".join(lines)

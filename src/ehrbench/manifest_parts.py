@@ -1,0 +1,108 @@
+"""The typed parts of a build manifest that the stages report: each benchmark database, the FHIR view, the question
+sets and the data-quality audit tasks (`Manifest.databases`, `.fhir`, `.questions`, `.dq`).
+
+A part writes exactly the keys its stage gave: a key left unset is not written as null, so a manifest reads the same
+as before these models existed. Keys a model does not name are kept (`extra="allow"`): manifests of older and newer
+builds still load, and `ehrbench builds` can list them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+
+class ManifestPart(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _given_keys_only(self, handler) -> dict:
+        data = handler(self)
+        fields = type(self).model_fields
+        field_of = {name: name for name in fields} | {f.alias: name for name, f in fields.items() if f.alias}
+        written = {}
+        for key, value in data.items():
+            name = field_of.get(key)
+            if name is None:  # a key the model does not name
+                written[key] = value
+            elif name in self.model_fields_set:  # under the manifest's own key (`schema`)
+                written[fields[name].alias or name] = value
+        return written
+
+
+class DatabaseEntry(ManifestPart):
+    """`databases["<profile>/<database>"]`: one benchmark database as exported into the build."""
+
+    warehouse_schema: str = Field(alias="schema", description="The warehouse schema it was exported from.")
+    duckdb: str = Field(description="The agent-facing DuckDB file, relative to the build folder.")
+    sqlite: str = Field(description="The agent-facing SQLite file, relative to the build folder.")
+    row_counts: dict[str, int] = Field(default_factory=dict, description="Table → rows.")
+    hidden: dict[str, str] = Field(default_factory=dict, description=(
+        "Hidden files of the database (lineage, rename_map), relative to the build folder."))
+
+
+class FhirEntry(ManifestPart):
+    """`fhir`: the FHIR R4 resources of the build."""
+
+    counts: dict[str, int] = Field(default_factory=dict, description="Resource type → resources.")
+    files: dict[str, str] = Field(default_factory=dict, description="Resource type (and duckdb) → file.")
+    validated: int = Field(0, description="Resources validated with fhir.resources.")
+    validated_patients: int | None = Field(None, description="Patients sampled for validation (None: all).")
+    ground_truth: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "Published question sets grounded in the resources (ehrsql2024_valid): file, shares, the dual check."))
+
+
+class QuestionsEntry(ManifestPart):
+    """`questions`: the generated question sets."""
+
+    settings: dict[str, Any] = Field(default_factory=dict, description="The build's QuestionSettings.")
+    generated: int = 0
+    kept: int = 0
+    quarantined: int = 0
+    files: dict[str, Any] = Field(default_factory=dict, description="Questions, exports and quarantine files.")
+    by_suite: dict[str, int] = Field(default_factory=dict, description="'<suite>/<database>' → questions kept.")
+    answerable: int = 0
+    empty_by_design: int = 0
+    templates: int = 0
+    paraphrasing: dict[str, Any] = Field(default_factory=dict, description="Model and acceptance counts.")
+    chatqa: dict[str, Any] = Field(default_factory=dict, description="IncreQA and AdaptQA tasks, and dropped ones.")
+    fhir_grounding: dict[str, Any] = Field(default_factory=dict, description="Resource-id ground truth shares.")
+    validation: dict[str, Any] = Field(default_factory=dict, description=(
+        "Great Expectations: failed expectations, quarantine share, coverage targets, Data Docs."))
+
+
+class AuditTaskEntry(ManifestPart):
+    """One audit task (variant) written into `dq/`."""
+
+    task_id: str
+    recipe: str
+    variant: str
+    folder: str
+    families: list[str] = Field(default_factory=list)
+    clusters: int = 0
+    labelled_rows: int = 0
+    shortfalls: dict[str, Any] = Field(default_factory=dict, description="Sub-types that found too few rows.")
+
+
+class CalibrationEntry(ManifestPart):
+    """How the oracle and the rule-based auditor score one audit task."""
+
+    task: str
+    clusters: int = 0
+    oracle_passed: bool = False
+    auditor_recall: float | None = None
+    auditor_precision: float | None = None
+    auditor_f1: float | None = None
+    auditor_passed: bool | None = None
+    auditor_flagged_rows: int | None = None
+    auditor_recall_by_family: dict[str, float] = Field(default_factory=dict)
+
+
+class DqEntry(ManifestPart):
+    """`dq`: the data-quality audit tasks."""
+
+    recipes: str | None = Field(None, description="The recipe file used.")
+    recipe_book: dict[str, Any] = Field(default_factory=dict, description="The recipes, as loaded.")
+    extract_rows: dict[str, int] = Field(default_factory=dict, description="Audit extract table → rows.")
+    tasks: list[AuditTaskEntry] = Field(default_factory=list)
+    calibration: list[CalibrationEntry] = Field(default_factory=list)
