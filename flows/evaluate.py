@@ -1,14 +1,15 @@
 """evaluate-agents: agents on the suites of a build, k trials each, one mapped task per (agent, task, trial).
 
     parse the agents (oracle, abstain, LLM agents with their options) → load the build's tasks (a seeded `limit` per
-    suite) → resume: skip the trials this run id already completed
+    suite) and those of the imported task sets (ehrbench.tasksets: each in its agent suite, ids `<task set>/<id>`)
+    → resume: skip the trials this run id already completed
       → plan the run (ehrbench.evaluation.plan): the agents, with API keys kept in Prefect Secret blocks and their
         code's sandbox; the trials to run, in batches of one agent; one global concurrency limit per model endpoint
         (trials in flight against it: flows/endpoint_slots.py)
       → per batch: map run-trial over (agent, task, trial) — on local threads, or on a Dask cluster (`dask_address`);
         a trial stopped by a transient endpoint failure is retried, one that still fails is recorded as an error
         (flows/trial_batches.py) → write the batch as one parquet part
-      → metric table (ehrbench.evaluation.report) as a Prefect artifact
+      → metric table (ehrbench.evaluation.report; per task set apart from the generated suites) as a Prefect artifact
       → with a run prefix (the nightly deployment's), the comparison with the previous run of that prefix: metric
         changes and tasks that flipped (ehrbench.reports.compare) as a second artifact
       → the run's dashboard (flows/report.py: leaderboards with intervals, breakdowns, trends of the run's series with
@@ -32,7 +33,6 @@ from prefect.runtime import flow_run
 from ehrbench.agents.config import BASELINES, parse_agents
 from ehrbench.errors import ConfigError, EhrbenchError
 from ehrbench.evaluation.plan import TrialKey, plan_run
-from ehrbench.evaluation.report import metric_table
 from ehrbench.evaluation.results import ResultStore
 from ehrbench.evaluation.summary import (
     COMPARISON_ARTIFACT,
@@ -43,11 +43,11 @@ from ehrbench.evaluation.summary import (
 )
 from ehrbench.evaluation.tally import TrialTally
 from ehrbench.evaluation.tasks import load_tasks
+from ehrbench.evaluation.taskset_metrics import metric_table_by_taskset
 from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.parameter_errors import one_line_errors
 from ehrbench.reports.compare import compare_runs, comparison_markdown, previous_run
 from ehrbench.settings import EvaluationParameters, default_data_dir
-from ehrbench.tasks import SUITES
 from flows.endpoint_slots import upsert_endpoint_limits
 from flows.prefect_api import (
     announce,
@@ -66,8 +66,8 @@ ANNOUNCE_S = 30.0  # how often the run's logs say how far the trials are
 @flow(name="evaluate-agents", log_prints=True)
 def evaluate_agents(
     build: str = "latest",
-    suites: list[str] = list(SUITES),  # noqa: B006 - Prefect parameters are copied per run
-    agents: list[str | dict] = list(BASELINES),  # noqa: B006
+    suites: list[str] | None = None,
+    agents: list[str | dict] = list(BASELINES),  # noqa: B006 - Prefect parameters are copied per run
     agent_options: dict | None = None,
     trials: int = 1,
     limit: int | None = None,
@@ -84,25 +84,30 @@ def evaluate_agents(
     report_dir: str | None = None,
     data_dir: str | None = None,
     unsafe_sandbox: bool = False,
+    tasksets: list[str] | None = None,
 ) -> str:
-    """Evaluate `agents` on `suites` of `build` with `trials` trials per task; `limit`: tasks per suite (a seeded
-    sample). An agent is `oracle`, `abstain`, an LLM spec (`llm:<model>@<base_url>`, `llm:openai:<model>`,
-    `llm:gemini:<model>`; `agent_options` apply to these) or a mapping {name, model, options}. Without `run_id` the
-    run is named `<run_prefix><UTC time>` and, when an earlier run of that prefix exists (the nightly schedule's),
-    compared with it. With `report`, the run's dashboard is rendered into `report_dir` (default reports/site/).
-    LLM agents' SQL and Python run under bubblewrap; where it cannot run the flow stops, unless `unsafe_sandbox`
-    (then every row records "unsafe: <why>"). Returns the run's results folder."""
+    """Evaluate `agents` on `suites` of `build` (default: every suite, or none when `tasksets` are given) and on the
+    imported `tasksets` (`ehrbench tasks import`; each must have been imported against `build`) with `trials` trials
+    per task; `limit`: tasks per suite and per task set (a seeded sample). An agent is `oracle`, `abstain`, an LLM
+    spec (`llm:<model>@<base_url>`, `llm:openai:<model>`, `llm:gemini:<model>`; `agent_options` apply to these) or a
+    mapping {name, model, options}. Without `run_id` the run is named `<run_prefix><UTC time>` and, when an earlier
+    run of that prefix exists (the nightly schedule's), compared with it. With `report`, the run's dashboard is
+    rendered into `report_dir` (default reports/site/). LLM agents' SQL and Python run under bubblewrap; where it
+    cannot run the flow stops, unless `unsafe_sandbox` (then every row records "unsafe: <why>"). Returns the run's
+    results folder."""
     with one_line_errors(EvaluationParameters):  # out of range: one line naming the parameter, before any trial
-        EvaluationParameters(suites=suites, agents=agents, trials=trials, limit=limit, seed=seed, run_id=run_id,
-                             run_prefix=run_prefix, batch_size=batch_size,
-                             concurrency_per_endpoint=concurrency_per_endpoint, transient_retries=transient_retries,
-                             retry_delay_s=retry_delay_s)
+        parameters = EvaluationParameters(
+            suites=suites, tasksets=tasksets or [], agents=agents, trials=trials, limit=limit, seed=seed,
+            run_id=run_id, run_prefix=run_prefix, batch_size=batch_size,
+            concurrency_per_endpoint=concurrency_per_endpoint, transient_retries=transient_retries,
+            retry_delay_s=retry_delay_s)
     logger = get_run_logger()
     configs = parse_agents(agents, agent_options)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_dir = layout.build_folder(build).resolve()
     build_id = json.loads(BuildLayout(build_dir).manifest.read_text())["build_id"]
-    tasks = load_tasks(build_dir, tuple(suites), limit, seed)
+    tasks = load_tasks(build_dir, tuple(parameters.chosen_suites()), limit, seed,
+                       tasksets=tuple(layout.taskset(name) for name in parameters.tasksets))
     store = ResultStore(layout.results, run_id or run_prefix + _scheduled_time().strftime("%Y%m%dT%H%M%SZ"))
     completed = _resume(store, build_id)
     # before any trial: a run whose agents' code could not be isolated, or whose secret is missing, stops here
@@ -119,7 +124,7 @@ def evaluate_agents(
         store.write(run_batch(run_one, batch, build_id, store, judge_model, concurrency_per_endpoint, dask_address,
                               tally))
     announce(f"trials done: {tally.describe()}; results in {store.folder}")
-    table_artifact(key=METRICS_ARTIFACT, table=[rounded(row) for row in metric_table(store.folder)],
+    table_artifact(key=METRICS_ARTIFACT, table=[rounded(row) for row in metric_table_by_taskset(store.folder)],
                    description=f"Metrics of run {store.run_id} on build {build_id}")
     previous = previous_run(layout.results, store.run_id, run_prefix) if run_prefix else None
     if previous is not None:

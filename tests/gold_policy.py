@@ -44,7 +44,8 @@ class GoldPolicy:
         if system == VERIFIER_PROMPT:
             return Reply(text='{"ok": true, "feedback": ""}')
         if system == VALIDATOR_PROMPT:
-            return Reply(text='{"valid": true, "reason": "the user followed the instruction"}')
+            return Reply(text='{"explanation": "the user followed the instruction", "broken_rule": "", '
+                              '"evidence": "", "result": "no_error"}')
         if system.startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):
             return self._user(system, messages)
         if "auditing an extract" in system:

@@ -92,8 +92,10 @@
 
 {#- Lineage of an eICU profile (hidden from agents): one row per benchmark row, table_name = the profile's table,
     row_id = the row's id there (ids are renumbered 0..n-1), source_table = the eICU table, source_key = the
-    eICU id of the source row (JSON). source_row stays NULL: eICU ids identify source rows on their own.
-    Same columns as the MIMIC-IV lineage. Cost rows are synthetic (eventtype/eventid lead to the event). -#}
+    eICU id of the source row (JSON). source_row: the 1-based row of the raw file for `renamed` (EHR-ChatQA's
+    preprocessing, models int_renamed__eicu__*, works in file row order); NULL for `ehrsql_eicu`, whose eICU ids
+    identify source rows on their own. Same columns as the MIMIC-IV lineage. Cost rows are synthetic
+    (eventtype/eventid lead to the event). -#}
 {% macro eicu_lineage(profile) %}
     {%- set tables = [
         ('patient', 'patientunitstayid', 'patientunitstayid'),
@@ -116,9 +118,9 @@ select
     {%- endif %} as table_name,
     cast({{ id_column }} as bigint) as row_id,
     '{{ table_name }}' as source_table,
-    cast(null as bigint) as source_row,
+    {% if profile == 'renamed' -%} cast(file_row as bigint) {%- else -%} cast(null as bigint) {%- endif %} as source_row,
     to_json(struct_pack({{ id_column }} := {{ source_id }})) as source_key
-from {{ ref('int_ehrsql_eicu__eicu__' ~ table_name) }}
+from {{ ref(('int_renamed__eicu__' if profile == 'renamed' else 'int_ehrsql_eicu__eicu__') ~ table_name) }}
 {{ "union all" if not loop.last }}
     {%- endfor %}
 {% endmacro %}

@@ -2,7 +2,10 @@
 
 Agent-facing files hold only the schema's tables. In SQLite, timestamps become
 `YYYY-MM-DD HH:MM:SS` text and dates `YYYY-MM-DD`, so that SQLite's date functions
-(`strftime`, `datetime`) used by the published gold SQL work on them.
+(`strftime`, `datetime`) used by the published gold SQL work on them. Numbers are INTEGER or REAL columns, or, for a
+database whose published SQLite file has NUMERIC columns (`BenchmarkDatabase.sqlite_numeric`), NUMERIC ones: a
+whole-number value is then stored as an integer (11, not 11.0). Columns that such a file stores as text although they
+hold numbers (`BenchmarkDatabase.sqlite_text_columns`) are TEXT in SQLite only; the DuckDB file keeps their type.
 
 `export_benchmark_database` writes one benchmark database into a build: its agent-facing files and its hidden ones
 (lineage, rename map), and returns the build manifest's entry for it.
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import duckdb
@@ -34,9 +37,11 @@ def schema_tables(con: duckdb.DuckDBPyConnection, catalog: str, schema: str) -> 
 
 
 def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: Path,
-                  tables: Sequence[str] | None = None) -> dict[str, int]:
+                  tables: Sequence[str] | None = None, *, sqlite_numeric: bool = False,
+                  sqlite_text: Collection[tuple[str, str]] = ()) -> dict[str, int]:
     """Write every table of `schema` (or exactly `tables`, which must all exist) to `duckdb_path` and
-    `sqlite_path`; return row counts per table."""
+    `sqlite_path`; return row counts per table. `sqlite_numeric`: numeric columns get SQLite's NUMERIC affinity;
+    `sqlite_text`: (table, column) pairs written to SQLite as text."""
     for path in (duckdb_path, sqlite_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
@@ -63,7 +68,7 @@ def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: 
             con.execute(f'create table main."{table}" as select * from "{source}"."{schema}"."{table}" order by all')
             counts[table] = con.execute(f'select count(*) from main."{table}"').fetchone()[0]
         con.execute(f'detach "{source}"')
-        _write_sqlite(con, tables, sqlite_path)
+        _write_sqlite(con, tables, sqlite_path, sqlite_numeric, set(sqlite_text))
     except BaseException:
         con.close()
         duckdb_path.unlink(missing_ok=True)
@@ -99,7 +104,10 @@ def export_benchmark_database(warehouse: Path, build: BuildLayout, database: Ben
     build, row counts per table."""
     duckdb_file, sqlite_file = build.database_files(database.profile, database.database)
     tables = [table.target for table in rename.tables] if rename else None
-    counts = export_schema(warehouse, database.schema, duckdb_file, sqlite_file, tables=tables)
+    text_columns = [(rename.table(table).target, rename.table(table).column(column)) if rename else (table, column)
+                    for table, column in database.sqlite_text_columns]
+    counts = export_schema(warehouse, database.schema, duckdb_file, sqlite_file, tables=tables,
+                           sqlite_numeric=database.sqlite_numeric, sqlite_text=text_columns)
     entry = {"schema": database.schema, "duckdb": build.relative(duckdb_file), "sqlite": build.relative(sqlite_file),
              "row_counts": counts, "hidden": {}}
     if database.key in LINEAGE_MODELS:
@@ -118,7 +126,8 @@ def write_rename_map(rename: SchemaRename, path: Path) -> Path:
     return path
 
 
-def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path: Path) -> None:
+def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path: Path, numeric: bool,
+                  text_columns: set[tuple[str, str]]) -> None:
     """Copy the exported tables (in `con`'s main schema) into a new SQLite file."""
     target = sqlite3.connect(sqlite_path)
     try:
@@ -127,7 +136,8 @@ def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path
                 "select column_name, data_type from information_schema.columns "
                 "where table_catalog = current_database() and table_schema = 'main' and table_name = ? "
                 "order by ordinal_position", [table]).fetchall()
-            definitions = ", ".join(f'"{name}" {_sqlite_type(kind)}' for name, kind in columns)
+            columns = [(name, "VARCHAR" if (table, name) in text_columns else kind) for name, kind in columns]
+            definitions = ", ".join(f'"{name}" {_sqlite_type(kind, numeric)}' for name, kind in columns)
             target.execute(f'create table "{table}" ({definitions})')
             select = ", ".join(_as_sqlite_value(name, kind) for name, kind in columns)
             result = con.execute(f'select {select} from main."{table}"')
@@ -139,10 +149,9 @@ def _write_sqlite(con: duckdb.DuckDBPyConnection, tables: list[str], sqlite_path
         target.close()
 
 
-def _sqlite_type(duckdb_type: str) -> str:
-    if duckdb_type.startswith("DECIMAL"):
-        return "REAL"
-    return _SQLITE_TYPES.get(duckdb_type, "TEXT")
+def _sqlite_type(duckdb_type: str, numeric: bool = False) -> str:
+    kind = "REAL" if duckdb_type.startswith("DECIMAL") else _SQLITE_TYPES.get(duckdb_type, "TEXT")
+    return "NUMERIC" if numeric and kind != "TEXT" else kind
 
 
 def _as_sqlite_value(name: str, duckdb_type: str) -> str:

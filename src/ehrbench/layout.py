@@ -1,11 +1,13 @@
 """Where things live on disk, named once: the data directory (`DataLayout`) and, inside it, one build folder
-(`BuildLayout`) with an audit task's folder (`AuditTaskLayout`).
+(`BuildLayout`) with an audit task's folder (`AuditTaskLayout`), and one imported task set (`TaskSetLayout`).
 
 A build folder's relative paths are a contract: published builds already hold them, and the evaluation, the report,
 the FHIR endpoint and other people's tools read them. tests/unit/test_layout.py pins every one of them.
 
     <data dir>/                        DataLayout
       raw/  warehouse.duckdb  build.lock  dbt/  logs/<build_id>/  results/run_id=<id>/
+      tasksets/<name>/                 TaskSetLayout: manifest.json, tasks.parquet (hidden: gold); written as
+                                       tasksets/.<name>.<hex>.tmp/ and renamed into place
       benchmarks/<build_id>/           BuildLayout (while it is written: <build_id>.tmp/), latest -> newest good build
         manifest.json
         db/<profile>/<database>.duckdb|.sqlite                               agent-facing
@@ -210,6 +212,29 @@ class BuildLayout:
         return [AuditTaskLayout(path.parent) for path in sorted(self.dq.glob("*/instruction.md"))]
 
 
+@dataclass(frozen=True)
+class TaskSetLayout:
+    """One imported task set, `tasksets/<name>/` of the data directory: a published benchmark's task file turned into
+    tasks of an agent suite (`ehrbench tasks import`). Hidden: it holds the gold."""
+
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def manifest(self) -> Path:
+        """`manifest.json`: format, protocol, source files with their SHA-256, the build and databases it targets,
+        and the reproduction report of its published answers; written with the tasks, before the folder appears."""
+        return self.root / MANIFEST
+
+    @property
+    def tasks(self) -> Path:
+        """`tasks.parquet`: one row per task, in the columns of a build's `questions/questions.parquet`."""
+        return self.root / "tasks.parquet"
+
+
 class DataLayout(BaseModel):
     """Where things live under the data directory (gitignored)."""
 
@@ -247,6 +272,15 @@ class DataLayout(BaseModel):
     def results(self) -> Path:
         """Evaluation runs: results/run_id=<id>/part-*.parquet."""
         return self.root / "results"
+
+    @property
+    def tasksets(self) -> Path:
+        """Imported task sets: tasksets/<name>/ (outside every build: one task set is evaluated on its build)."""
+        return self.root / "tasksets"
+
+    def taskset(self, name: str) -> TaskSetLayout:
+        """The folder of the task set `name` (it may not exist)."""
+        return TaskSetLayout(self.tasksets / name)
 
     def build_logs(self, build_id: str) -> Path:
         """A build's logs (dbt.log, build.log): outside the build folder, so a failed build keeps them too."""

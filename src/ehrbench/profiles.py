@@ -8,6 +8,11 @@ The `ehrsql_eicu` dbt profile (dbt_project/models/ehrsql_eicu/) reads one var di
 - `current_time`: "now"; stays admitted later are dropped, later event times dropped/NULL.
 - `seed`: numpy default_rng(seed) for the first years, the stratified dates and the cost draws.
 
+The renamed eICU database (`renamed/eicu`, EHR-ChatQA's eICU database, docs/benchmarks.md#ehr-chatqa-eicu-database)
+reads the same var group, so its times agree with the `ehrsql_eicu` database's and the chatqa tasks' current time,
+but always applies EHR-ChatQA's preprocessing (models/renamed/eicu/intermediate/); the presets choose the time shift
+only. With the default preset it is EHR-ChatQA's published eICU database.
+
 dbt replaces (does not merge) a project var given with --vars, so these helpers always return
 the complete dict.
 """
@@ -25,7 +30,7 @@ from ehrbench.layout import BuildLayout
 from ehrbench.renaming import SchemaRename, draw_random_rename, published_rename
 
 EICU_PRESETS: dict[str, dict[str, Any]] = {
-    # EHR-ChatQA's eICU database (the dbt project default).
+    # EHR-ChatQA's time shift (the dbt project default): with it, renamed/eicu is EHR-ChatQA's eICU database.
     "ehrchatqa": {"current_time": "2100-12-31 23:59:00", "start_year": 2100, "time_span": 0, "seed": 0},
     # EHRSQL (2022) eICU: years 2100–2105, now = end of 2105.
     "ehrsql2022": {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0},
@@ -81,6 +86,19 @@ class BenchmarkDatabase:
 
     profile: str
     database: str
+
+    @property
+    def sqlite_numeric(self) -> bool:
+        """Whether the SQLite file gives numeric columns NUMERIC affinity, as EHR-ChatQA's eICU database does
+        (a whole-number lab result is stored as 11, not 11.0; docs/benchmarks.md#ehr-chatqa-eicu-database)."""
+        return self.database == "eicu" and self.profile in ("renamed", "renamed_random")
+
+    @property
+    def sqlite_text_columns(self) -> tuple[tuple[str, str], ...]:
+        """(table, column) in compatibility-schema names that the SQLite file stores as text although they hold
+        numbers, as EHR-ChatQA's eICU database stores `age`; the DuckDB file keeps them numeric, since DuckDB does
+        not compare text with numbers."""
+        return (("patient", "age"),) if self.sqlite_numeric else ()
 
     @property
     def key(self) -> str:

@@ -25,6 +25,9 @@ TIME_SPAN_MAX = 200
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
 RUN_ID_FORM = "1-200 letters, digits, '.', '_' or '-', not starting with '.' and without '..'"
 RUN_PREFIX_MAX = 184  # + the 16 characters of the UTC time: a run id of at most 200
+# A task set's name is a folder name and the first part of its tasks' ids (ehrbench.tasksets.model.NAME)
+TASKSET_NAME_MAX = 100
+TASKSET_NAME_FORM = "1-100 letters, digits, '.', '_' or '-', not starting with '.' and without '..'"
 
 
 def is_run_id(text: str) -> bool:
@@ -119,7 +122,10 @@ def _with_paraphrase_model(questions: QuestionSettings | dict, model: str | None
 class EvaluationParameters(BaseModel):
     """The ranges of the evaluate-agents flow's parameters (the flow and `ehrbench evaluate` check them first)."""
 
-    suites: list[str] = Field(min_length=1, description="Suites to evaluate.")
+    suites: list[str] | None = Field(None, min_length=1, description=(
+        "Suites to evaluate; none given: every suite, unless task sets are given (then only those)"))
+    tasksets: list[str] = Field(default_factory=list, max_length=50, description=(
+        "Imported task sets to evaluate (ehrbench tasks import), each like a suite"))
     agents: list[str | dict] = Field(min_length=1, max_length=50, description=(
         "Agents to evaluate; each is a full pass over every task and trial, so a sweep wider than 50 is several runs"))
     trials: int = Field(1, ge=1, le=100, description=(
@@ -139,15 +145,33 @@ class EvaluationParameters(BaseModel):
 
     @field_validator("suites")
     @classmethod
-    def _known_suites_once(cls, suites: list[str]) -> list[str]:
+    def _known_suites_once(cls, suites: list[str] | None) -> list[str] | None:
         from ehrbench.tasks import SUITES
 
+        if suites is None:
+            return None
         unknown = [suite for suite in suites if suite not in SUITES]
         if unknown:
             raise ValueError(f"must be some of {', '.join(SUITES)}; unknown: {', '.join(map(repr, unknown))}")
         if len(set(suites)) < len(suites):
             raise ValueError("must name each suite once")
         return suites
+
+    @field_validator("tasksets")
+    @classmethod
+    def _task_set_names_once(cls, names: list[str]) -> list[str]:
+        bad = [name for name in names if not is_run_id(name) or len(name) > TASKSET_NAME_MAX]
+        if bad:
+            raise ValueError(f"must be task set names ({TASKSET_NAME_FORM}); not: {', '.join(map(repr, bad))}")
+        if len(set(names)) < len(names):
+            raise ValueError("must name each task set once")
+        return names
+
+    def chosen_suites(self) -> list[str]:
+        """The suites the run evaluates: those given; none given, every suite — unless task sets are given."""
+        from ehrbench.tasks import SUITES
+
+        return list(self.suites) if self.suites is not None else ([] if self.tasksets else list(SUITES))
 
     @field_validator("run_id", "run_prefix")
     @classmethod

@@ -37,6 +37,11 @@ class Gold:
     # the published scoring rules the task is scored by (ehrsql2024 | ehrsql2022 | ehrchatqa | fhir_agentbench);
     # None: the suite's own (a generated suite follows the benchmark it is modelled on)
     protocol: str | None = None
+    # the gold answer's rows as executed (cells as the database returned them, not rounded): the protocols that
+    # compare raw cells need them (ehrsql2022, ehrchatqa); None: only answer_text is known
+    answer_rows: tuple[tuple, ...] | None = None
+    # EHR-ChatQA's task type: incre (IncreQA, scored on the executed SQL results) | adapt (AdaptQA, on the answer)
+    task_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ class AgentAnswer:
     output_tokens: int = 0
     cost_usd: float | None = 0.0  # None: the model has no list price (local models)
     transcript: list[dict] = field(default_factory=list)
+    # how value_similarity_search ranked values (lexical | embedding, "+synonyms" with the synonym table); None when
+    # the trial offered no such tool (results column `value_search`)
+    value_search: str | None = None
+    web_search: str = "disabled"  # the web_search provider offered, or disabled (results column `web_search`)
 
 
 class Agent(Protocol):

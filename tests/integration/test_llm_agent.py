@@ -10,6 +10,9 @@ import gzip
 import json
 import sqlite3
 import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import duckdb
@@ -22,6 +25,7 @@ from ehrbench.agents.llm_agent import LlmAgent
 from ehrbench.agents.llm_agent.dq import load_audit_tables
 from ehrbench.agents.llm_agent.ehrsql import extract_sql
 from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
+from ehrbench.agents.tools.web_search import HttpSearchProvider, WebSearchError
 from ehrbench.dq.tasks import LABEL_SCHEMA
 from ehrbench.evaluation.trial import TransientTrialError, run_trial
 from ehrbench.llm.chat import ChatError
@@ -32,8 +36,9 @@ from tests.llm_servers import OpenAIServer, Reply, Request
 
 pytestmark = pytest.mark.integration
 
-DATABASE_TOOLS = ["table_search", "column_search", "value_substring_search", "value_similarity_search",
-                  "sql_execute"]
+# EHR-ChatQA's tools in the published order (src/envs/<db>_star/env.py); web_search only with a provider
+DATABASE_TOOLS = ["table_search", "column_search", "sql_execute", "value_substring_search",
+                  "value_similarity_search"]
 ALL_PATIENTS = "select subject_id, alive from patients order by subject_id"  # -> [[1, 1], [2, 0], [3, 1]]
 
 
@@ -95,7 +100,8 @@ def test_tools_mode_explores_then_submits_sql_whose_rows_are_the_answer(server, 
     assert "DuckDB" in first["messages"][0]["content"]
     assert "Assume the current time is 2100-12-31 23:59:00." in first["messages"][0]["content"]
     assert first["messages"][1] == {"role": "user", "content": "Which patients are alive?"}
-    assert tool_results(second) == ["2 tables:\nlabs\npatients"]
+    assert tool_results(second) == ["labs, patients"]  # published table_search: names joined by ", "
+    assert (answer.value_search, answer.web_search) == ("lexical", "disabled")
     assert answer.transcript[-1]["content"] == "Answer recorded."
 
 
@@ -160,7 +166,7 @@ def test_calls_beyond_the_budget_in_one_turn_are_not_run(server, database):
     assert (answer.stop_reason, answer.tool_calls) == ("max_actions", 5)
     assert answer.answer_rows is None and answer.sql is None  # the submission never ran
     results = [m["content"] for m in answer.transcript if m["role"] == "tool"]
-    assert results[3:] == ["1 row(s):\n1\n1", "1 row(s):\n2\n2", "Not run: the budget of 5 actions is spent."]
+    assert results[3:] == ["[(1,)]", "[(2,)]", "Not run: the budget of 5 actions is spent."]
 
 
 def test_an_abstention_beyond_the_budget_is_not_an_abstention(server, database):
@@ -199,6 +205,7 @@ def test_single_turn_runs_the_sql_block_of_the_reply(server, database):
 
     assert answer.sql == "select count(*) from labs where label = 'potassium'" and answer.answer_rows == [[2]]
     assert (answer.input_tokens, answer.output_tokens, answer.tool_calls) == (300, 12, 0)
+    assert (answer.value_search, answer.web_search) == (None, "disabled")  # no value search offered
     [body] = server.bodies()
     assert "tools" not in body  # one plain reply, no tools
     system = body["messages"][0]["content"]
@@ -258,45 +265,72 @@ def test_extract_sql(text, sql):
 CHATQA_INSTRUCTION = "You want the number of patients in the database."
 
 
+GOLD_SQL = "select count(*) from patients"
+NO_ERROR = '{"explanation": "The user followed the rules.", "broken_rule": "", "evidence": "", "result": "no_error"}'
+
+
+def user_error(explanation: str) -> str:
+    return json.dumps({"explanation": explanation, "broken_rule": "Reveal details gradually.",
+                       "evidence": "Hi, I need a patient count.", "result": "user_error"})
+
+
 class ChatPolicy:
     """Every role of a chatqa trial, told apart by the system prompt: the user opens, then stops once the agent has
-    told it a result; the verifier accepts; the validator says `valid`; the agent submits, then tells the user."""
+    told it a result; the verifier accepts; the validator answers the next of `verdicts` (then no_error); the agent
+    submits, then tells the user (or, `endless`, calls table_search for ever). Requests are kept by role."""
 
-    def __init__(self, valid: bool = True):
-        self.valid = valid
+    def __init__(self, verdicts: list[str] | None = None, endless: bool = False):
+        self.verdicts = list(verdicts or [])
+        self.endless = endless
         self.roles: list[str] = []
+        self.bodies: dict[str, list[dict]] = {}
 
     def __call__(self, request: Request) -> Reply:
         messages = request.body["messages"]
-        system = messages[0]["content"]
-        if system == VERIFIER_PROMPT:
-            self.roles.append("verifier")
+        role = self._role(messages[0]["content"])
+        self.roles.append(role)
+        self.bodies.setdefault(role, []).append(request.body)
+        if role == "verifier":
             return Reply(text='{"ok": true, "feedback": ""}')
-        if system == VALIDATOR_PROMPT:
-            self.roles.append("validator")
-            verdict = "true" if self.valid else "false"
-            return Reply(text=f'{{"valid": {verdict}, "reason": "scripted"}}')
-        if system.startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):
-            self.roles.append("user")
+        if role == "validator":
+            return Reply(text=self.verdicts.pop(0) if self.verdicts else NO_ERROR)
+        if role == "user":
             if len(messages) <= 2:  # the system prompt and the opening cue
                 return Reply(text="Hi, I need a patient count.")
             return Reply(text=f"Thanks, that is all. {STOP_TOKEN}")
-        assert "database assistant for clinicians" in system
-        self.roles.append("agent")
+        if self.endless:
+            return Reply(tool_calls=(("table_search", {}),))
         if any(m.get("tool_calls") for m in messages):
             return Reply(text="There are 3 patients.")
         return Reply(tool_calls=(("submit_answer", {"sql": "select count(*) from patients"}),))
 
+    @staticmethod
+    def _role(system: str) -> str:
+        if system == VERIFIER_PROMPT:
+            return "verifier"
+        if system == VALIDATOR_PROMPT:
+            return "validator"
+        if system.startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):
+            return "user"
+        assert "database assistant for clinicians" in system
+        return "agent"
+
 
 def chatqa_task(database: Path) -> EvalTask:
     return EvalTask(TaskView("chatqa", "c1", "mimic_iv", CHATQA_INSTRUCTION, database=database),
-                    Gold(True, "[['3']]"))
+                    Gold(True, "[['3']]", GOLD_SQL))
+
+
+def chatqa_agent(server: OpenAIServer, **options) -> LlmAgent:
+    """An agent whose harness handed it the task's gold SQL for the validator (as make_agents does)."""
+    config = parse_agent(f"llm:scripted@{server.base_url}", {"max_retries": 0, "timeout_s": 5, **options})
+    return LlmAgent(config, validator_gold={("chatqa", "c1"): GOLD_SQL})
 
 
 def test_a_conversation_records_the_submitted_answer(server, database, tmp_path):
     policy = ChatPolicy()
     server.respond(policy)
-    agent = make_agent(server)
+    agent = chatqa_agent(server)
 
     answer = agent.run(chatqa_task(database).view)
 
@@ -306,26 +340,54 @@ def test_a_conversation_records_the_submitted_answer(server, database, tmp_path)
     assert not answer.user_error and answer.user_turns == 2
     assert (answer.tool_calls, answer.stop_reason) == (1, "text")  # the user ended the conversation
     assert (answer.input_tokens, answer.output_tokens) == (20, 10)  # the agent's two calls only, 10 + 5 each
+    assert (answer.value_search, answer.web_search) == ("lexical", "disabled")
     harness = answer.transcript[-1]
     assert harness["user_tokens"] == [50, 25]  # 2 user + 2 verifier + 1 validator calls
+    assert harness["validator_had_gold_sql"] is True
     [attempt] = harness["user_attempts"]
     assert attempt["valid"] and [m["role"] for m in attempt["conversation"]] == ["user", "agent", "user"]
     assert attempt["conversation"][-1] == {"role": "user", "content": "Thanks, that is all.", "stopped": True}
+    assert (attempt["validator"], attempt["previous_mistakes"]) == ("The user followed the rules.", [])
 
-    # the agent never sees the instruction; the user does
-    agent_body = next(r.body for r in server.requests if "clinicians" in r.body["messages"][0]["content"])
+    # the agent never sees the instruction; the user does; only the validator reads the gold SQL (EHR-ChatQA's
+    # user_validator is given the task's gold_sql)
+    agent_body = policy.bodies["agent"][0]
     assert agent_body["messages"][1] == {"role": "user", "content": "Hi, I need a patient count."}
     assert CHATQA_INSTRUCTION not in json.dumps(agent_body)
     assert tool_names(agent_body) == [*DATABASE_TOOLS, "submit_answer", "abstain"]
+    [validator] = policy.bodies["validator"]
+    assert validator["messages"][1]["content"].endswith(f"<gold_sql>\n{GOLD_SQL}\n</gold_sql>")
+    for role in ("agent", "user", "verifier"):
+        assert all("<gold_sql>" not in json.dumps(body) for body in policy.bodies[role]), role
 
     row = run_trial(agent, chatqa_task(database), 0, "b1", tmp_path)
     assert (row["status"], row["reward"], row["correct"], row["user_turns"]) == ("completed", 1.0, True, 2)
 
 
-def test_a_conversation_the_validator_always_rejects_is_rerun_then_invalid(server, database, tmp_path):
-    policy = ChatPolicy(valid=False)
+def test_a_rejected_conversation_is_rerun_with_the_validators_explanation(server, database):
+    # EHR-ChatQA (run.py): a user_error appends the validator's explanation to retry_reason, and the next run's
+    # user verifier and reflection read them as "previous user mistakes"
+    policy = ChatPolicy([user_error("The user asked for the count in the first message.")])
     server.respond(policy)
-    agent = make_agent(server, user_reruns=1)
+
+    answer = chatqa_agent(server).run(chatqa_task(database).view)
+
+    assert not answer.user_error and policy.roles.count("validator") == 2 and policy.roles.count("agent") == 4
+    first, second = answer.transcript[-1]["user_attempts"]
+    assert (first["valid"], first["validator"], first["previous_mistakes"]) == (
+        False, "The user asked for the count in the first message.", [])
+    assert (first["broken_rule"], first["evidence"]) == ("Reveal details gradually.", "Hi, I need a patient count.")
+    assert second["valid"] and second["previous_mistakes"] == ["The user asked for the count in the first message."]
+    mistakes = "<previous_mistakes>\n1. The user asked for the count in the first message.\n</previous_mistakes>"
+    verified = [body["messages"][-1]["content"] for body in policy.bodies["verifier"]]
+    assert [mistakes in request for request in verified] == [False, False, True, True]  # 2 turns per run
+    assert all(mistakes not in json.dumps(body) for body in policy.bodies["user"] + policy.bodies["agent"])
+
+
+def test_a_conversation_the_validator_always_rejects_is_rerun_then_invalid(server, database, tmp_path):
+    policy = ChatPolicy([user_error("first"), user_error("second"), user_error("third"), user_error("fourth")])
+    server.respond(policy)
+    agent = chatqa_agent(server, user_reruns=1)
 
     answer = agent.run(chatqa_task(database).view)
 
@@ -333,7 +395,7 @@ def test_a_conversation_the_validator_always_rejects_is_rerun_then_invalid(serve
     assert policy.roles.count("validator") == 2  # 1 + user_reruns attempts, each validated once
     assert policy.roles.count("agent") == 4  # each attempt ran the whole conversation again
     attempts = answer.transcript[-1]["user_attempts"]
-    assert [a["valid"] for a in attempts] == [False, False] and attempts[0]["validator"] == "scripted"
+    assert [(a["valid"], a["validator"]) for a in attempts] == [(False, "first"), (False, "second")]
 
     policy.roles.clear()
     row = run_trial(agent, chatqa_task(database), 0, "b1", tmp_path)
@@ -341,6 +403,102 @@ def test_a_conversation_the_validator_always_rejects_is_rerun_then_invalid(serve
     assert row["status"] == "invalid" and "simulated user" in row["error"]
     assert row.get("reward") is None and row.get("correct") is None  # not scored
     assert row["tool_calls"] == 1  # the last attempt's answer is still described
+
+
+def test_by_default_a_conversation_runs_at_most_ten_times(server, database):
+    # EHR-ChatQA's run.py: --max_retry 10 runs of a conversation before it gives up
+    policy = ChatPolicy([user_error(f"mistake {n}") for n in range(12)])
+    server.respond(policy)
+    answer = chatqa_agent(server).run(chatqa_task(database).view)
+    assert answer.user_error and policy.roles.count("validator") == 10
+    assert answer.transcript[-1]["user_attempts"][-1]["previous_mistakes"] == [f"mistake {n}" for n in range(9)]
+
+
+def test_an_agent_out_of_actions_is_no_user_error_and_the_validator_is_not_asked(server, database):
+    policy = ChatPolicy([user_error("never asked")], endless=True)
+    server.respond(policy)
+    answer = chatqa_agent(server, max_actions=2).run(chatqa_task(database).view)
+    assert answer.stop_reason == "max_actions" and not answer.user_error
+    assert "validator" not in policy.roles
+    assert answer.transcript[-1]["user_attempts"][0]["validator"].startswith("The DB agent spent its whole action")
+
+
+# --- web search ------------------------------------------------------------------------------------------------------
+
+class SearchServer:
+    """A local HTTP search endpoint that answers each POST with the next scripted (status, body) and records the
+    JSON bodies it was sent."""
+
+    def __init__(self, *replies: tuple[int, str, float]):
+        self.replies, self.requests = list(replies), []
+        search = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                search.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                status, body, delay = search.replies.pop(0) if search.replies else (500, "{}", 0.0)
+                time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body.encode())))
+                    self.end_headers()
+                    self.wfile.write(body.encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._http.server_port}/search"
+
+    def __enter__(self):
+        threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._http.shutdown()
+        self._http.server_close()
+
+
+TAVILY_LIKE = json.dumps({"results": [{"title": "Metoprolol", "url": "http://x.org/m",
+                                       "content": "Metoprolol is a β1-selective blocker."},
+                                      {"title": "Beta blockers", "url": "http://x.org/b",
+                                       "content": "Beta blockers slow the heart."}]})
+
+
+def test_the_agent_searches_the_web_through_an_http_provider(server, database):
+    with SearchServer((200, TAVILY_LIKE, 0.0)) as search:
+        server.tool_call("web_search", {"query": "metoprolol mechanism"})
+        server.tool_call("submit_answer", {"sql": "select count(*) from patients"})
+
+        answer = make_agent(server, web_search=search.url).run(ehrsql_view(database))
+
+    first, second = server.bodies()
+    assert tool_names(first) == [*DATABASE_TOOLS, "web_search", "submit_answer", "abstain"]
+    assert search.requests == [{"query": "metoprolol mechanism", "max_results": 10}]
+    assert tool_results(second) == [json.dumps(["Metoprolol is a β1-selective blocker.",
+                                                "Beta blockers slow the heart."], ensure_ascii=False, indent=2)]
+    assert (answer.web_search, answer.answer_rows) == (f"http:{search.url}", [[3]])
+
+
+@pytest.mark.parametrize("reply, error", [
+    ((503, "{}", 0.0), "the search endpoint answered HTTP 503"),
+    ((200, "<html>", 0.0), "the search endpoint's answer is not JSON"),
+    ((200, '{"hits": []}', 0.0), "the search endpoint's answer holds no list of results"),
+    ((200, "{}", 3.0), "the search endpoint did not answer within 1 s"),
+])
+def test_a_failing_search_endpoint_is_an_error_for_the_agent(reply, error):
+    with SearchServer(reply) as search, pytest.raises(WebSearchError, match=error):
+        HttpSearchProvider(search.url, timeout_s=1).search("x")
+
+
+def test_a_bare_list_of_strings_or_objects_is_read_too():
+    body = json.dumps(["plain text", {"content": "an object", "url": "http://x"}, {"no": "content"}, 3])
+    with SearchServer((200, body, 0.0)) as search:
+        results = HttpSearchProvider(search.url).search("x")
+    assert [(r.content, r.url) for r in results] == [("plain text", None), ("an object", "http://x")]
 
 
 # --- fhir ------------------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def built(mimic_demo_dir, eicu_demo_dir, tmp_path_factory) -> dict:
     for db in (BenchmarkDatabase("ehrsql2024", "mimic_iv"), BenchmarkDatabase("renamed", "mimic_iv"),
                BenchmarkDatabase("renamed_random", "mimic_iv"), BenchmarkDatabase("renamed_random", "eicu")):
         files[db.key] = db.files(root / "build")
-        export_schema(warehouse, db.schema, *files[db.key])
+        export_schema(warehouse, db.schema, *files[db.key], sqlite_numeric=db.sqlite_numeric)
     return {"root": root, "warehouse": warehouse, "files": files}
 
 
@@ -167,7 +167,7 @@ def test_renamed_random_schema_is_drawn_per_seed(built):
         for database in ("mimic_iv", "eicu"):
             db = BenchmarkDatabase("renamed_random", database)
             paths = db.files(root / f"random_{run_index}")
-            export_schema(warehouse, db.schema, *paths)
+            export_schema(warehouse, db.schema, *paths, sqlite_numeric=db.sqlite_numeric)
             exported[run_index, database] = paths[1]
 
     renamed_counts = _schema_and_counts(built["files"]["renamed/mimic_iv"][1])[1]

@@ -1,12 +1,14 @@
 """The chatqa simulated user and its validator against real local chat-completions servers with scripted replies
-(tests/llm_servers.py): what each model is sent (role swap, temperatures, the verifier's feedback in a reflection),
-how verdicts are read, when the conversation stops, usage accounting and endpoint failures."""
+(tests/llm_servers.py): what each model is sent (role swap, temperatures, the verifier's feedback in a reflection,
+earlier runs' mistakes in a re-run), how verdicts are read, when the conversation stops, usage accounting and
+endpoint failures. The validator follows EHR-ChatQA's (validator.py `user_validator`): it reads the instruction, the
+conversation and the gold SQL and answers explanation / broken_rule / evidence / result."""
 
 from __future__ import annotations
 
 import pytest
 
-from ehrbench.agents.simulated_user import STOP_TOKEN, SimulatedUser, validate_conversation
+from ehrbench.agents.simulated_user import STOP_TOKEN, VALIDATOR_PROMPT, SimulatedUser, validate_conversation
 from ehrbench.llm.chat import ChatError
 from ehrbench.llm.openai_tools import OpenAIToolChat
 from ehrbench.llm.tool_chat import Usage
@@ -18,6 +20,7 @@ INSTRUCTION = ("You are looking for information about hospital costs. Specifical
                "cost of diagnosing high potassium? Step by step, you tell the DB agent: (1) the diagnosis is high "
                "potassium.")
 ACCEPT = '{"ok": true, "feedback": ""}'
+GOLD_SQL = "SELECT DISTINCT cost FROM cost WHERE event_type = 'diagnosis' AND event_id IN (...)"
 
 
 @pytest.fixture
@@ -112,6 +115,17 @@ def test_reflections_stop_at_the_limit_and_the_last_draft_is_used(user_server, v
     assert "reflection limit" in user.transcript[2]["content"]
 
 
+def test_by_default_a_draft_gets_the_published_three_reflections(user_server, verifier_server):
+    # EHR-ChatQA's ReflectionUser: reflection_max_attempts = 3
+    for draft in ("one", "two", "three", "four"):
+        user_server.text(draft)
+    for _ in range(3):
+        verifier_server.text('{"ok": false, "feedback": "no"}')
+    turn = _user(user_server, verifier_server).start()
+    assert (turn.text, turn.reflections) == ("four", 3)
+    assert len(user_server.requests) == 4 and len(verifier_server.requests) == 3
+
+
 def test_unreadable_verdict_accepts_the_draft(user_server, verifier_server):
     user_server.text("Hi, I need some cost information.")
     verifier_server.text("The draft looks fine to me.")
@@ -162,28 +176,94 @@ def test_max_turns_stops_the_user_without_a_model_call(user_server):
     assert user.transcript[-1] == {"role": "user", "content": turn.text, "stopped": True, "turn_limit": True}
 
 
-@pytest.mark.parametrize(("answer", "valid", "reason"), [
-    ('{"valid": true, "reason": "The user followed the instruction."}', True, "The user followed the instruction."),
-    ('Here is my verdict:\n```json\n{"valid": false, "reason": "The user invented patient 123."}\n```', False,
-     "The user invented patient 123."),
-    ("The conversation seems fine.", True, "unreadable"),
-])
-def test_validate_conversation(user_server, answer, valid, reason):
-    user_server.text(answer, usage=(500, 40))
-    conversation = [{"role": "user", "content": "Hi, a question about costs."},
-                    {"role": "verifier", "ok": False, "draft": "x", "content": "secret verifier note"},
-                    {"role": "agent", "content": "The cost is 24.5."},
-                    {"role": "user", "content": "Thanks.", "stopped": True}]
+def test_a_rerun_user_is_judged_and_reflects_against_the_earlier_runs_mistakes(user_server, verifier_server):
+    # EHR-ChatQA re-runs a conversation its validator rejected with the validator's explanations as "previous user
+    # mistakes", which its verifier and reflection read; the user's own prompt does not get them
+    mistakes = ["The user gave the diagnosis before the DB agent asked.", "The user ended without double-checking."]
+    user_server.text("Hi, what does it cost to diagnose high potassium?")
+    user_server.text("Hi, I have a question about hospital costs.")
+    verifier_server.text('{"ok": false, "feedback": "Too specific for an opening."}')
+    verifier_server.text(ACCEPT)
+    user = _user(user_server, verifier_server, previous_mistakes=mistakes)
 
-    validation = validate_conversation(_model(user_server, "validator"), INSTRUCTION, conversation)
+    assert user.start().text == "Hi, I have a question about hospital costs."
+
+    first, reflection = user_server.bodies()
+    assert not any("double-checking" in m["content"] for m in first["messages"])  # not in the user's prompt
+    assert reflection["messages"][-1]["content"] == (
+        "[Note for you only, not from the DB agent: a reviewer checked your draft above against your instruction "
+        "and the rules and sent it back: Too specific for an opening.\nMistakes made in earlier runs of this "
+        "conversation, not to repeat:\n1. The user gave the diagnosis before the DB agent asked.\n2. The user "
+        "ended without double-checking.\nWrite your message again, fixing this. Reply with the message only.]")
+    for body in verifier_server.bodies():
+        assert ("<previous_mistakes>\n1. The user gave the diagnosis before the DB agent asked.\n2. The user ended "
+                "without double-checking.\n</previous_mistakes>") in body["messages"][-1]["content"]
+
+
+def test_a_first_run_user_has_no_mistakes_to_carry(user_server, verifier_server):
+    user_server.text("Hi, I have a question.")
+    verifier_server.text(ACCEPT)
+    _user(user_server, verifier_server, previous_mistakes=["", "  "]).start()
+    assert "previous_mistakes" not in verifier_server.bodies()[0]["messages"][-1]["content"]
+
+
+CONVERSATION = [{"role": "user", "content": "Hi, a question about costs."},
+                {"role": "verifier", "ok": False, "draft": "x", "content": "secret verifier note"},
+                {"role": "agent", "content": "The cost is 24.5."},
+                {"role": "user", "content": "Thanks.", "stopped": True}]
+
+
+@pytest.mark.parametrize(("answer", "valid", "reason", "broken_rule", "evidence"), [
+    ('{"explanation": "The user followed the instruction.", "broken_rule": "", "evidence": "", '
+     '"result": "no_error"}', True, "The user followed the instruction.", "", ""),
+    ('Here is my verdict:\n```json\n{"explanation": "The user never said it was about diagnoses, a predicate of '
+     'the gold SQL.", "broken_rule": "Give every condition of the gold SQL.", "evidence": "Thanks.", '
+     '"result": "USER_ERROR"}\n```', False, "The user never said it was about diagnoses, a predicate of the gold SQL.",
+     "Give every condition of the gold SQL.", "Thanks."),
+    ('{"valid": false, "reason": "an answer in another format"}', True, "unreadable", "", ""),
+    ("The conversation seems fine.", True, "unreadable", "", ""),
+])
+def test_validate_conversation_reads_the_gold_sql_and_answers_as_published(user_server, answer, valid, reason,
+                                                                           broken_rule, evidence):
+    user_server.text(answer, usage=(500, 40))
+
+    validation = validate_conversation(_model(user_server, "validator"), INSTRUCTION, CONVERSATION, GOLD_SQL)
 
     assert validation.valid is valid and reason in validation.reason and validation.usage == Usage(500, 40)
+    assert (validation.broken_rule, validation.evidence) == (broken_rule, evidence)
     [body] = user_server.bodies()
-    assert body["temperature"] == 0.0
+    assert body["temperature"] == 0.0 and body["messages"][0] == {"role": "system", "content": VALIDATOR_PROMPT}
     request = body["messages"][-1]["content"]
-    assert INSTRUCTION in request and "USER: Hi, a question about costs." in request
-    assert "DB AGENT: The cost is 24.5." in request and f"USER: Thanks. {STOP_TOKEN}" in request
+    assert request == (f"<instruction>\n{INSTRUCTION}\n</instruction>\n\n<conversation>\n"
+                       f"USER: Hi, a question about costs.\n\nDB AGENT: The cost is 24.5.\n\nUSER: Thanks. "
+                       f"{STOP_TOKEN}\n</conversation>\n\n<gold_sql>\n{GOLD_SQL}\n</gold_sql>")
     assert "secret verifier note" not in request
+
+
+def test_the_validator_prompt_asks_for_the_published_fields_and_gold_sql_checks():
+    for field in ('"explanation"', '"broken_rule"', '"evidence"', '"result"', '"user_error"', '"no_error"'):
+        assert field in VALIDATOR_PROMPT
+    assert "the gold SQL's predicates" in VALIDATOR_PROMPT and "the gold SQL uses" in VALIDATOR_PROMPT
+
+
+def test_without_gold_sql_the_validator_is_told_so(user_server):
+    user_server.text('{"explanation": "fine", "broken_rule": "", "evidence": "", "result": "no_error"}')
+    assert validate_conversation(_model(user_server, "validator"), INSTRUCTION, CONVERSATION).valid
+    assert user_server.bodies()[0]["messages"][-1]["content"].endswith("<gold_sql>\n(not given)\n</gold_sql>")
+
+
+@pytest.mark.parametrize("conversation, out_of_actions, reason", [
+    (CONVERSATION, True, "The DB agent spent its whole action budget"),
+    ([{"role": "user", "content": "Hi."}, {"role": "agent", "content": " "}, {"role": "user", "content": "Hello?"}],
+     False, "The DB agent sent an empty message"),
+])
+def test_the_agents_own_failures_are_no_user_error_without_a_model_call(user_server, conversation, out_of_actions,
+                                                                          reason):
+    # EHR-ChatQA's validator returns no_error at once when the agent hit its turn limit or sent an empty message
+    validation = validate_conversation(_model(user_server, "validator"), INSTRUCTION, conversation, GOLD_SQL,
+                                       agent_out_of_actions=out_of_actions)
+    assert validation.valid and validation.reason.startswith(reason) and validation.usage == Usage()
+    assert user_server.requests == []
 
 
 def test_endpoint_errors_raise_chat_error(user_server, verifier_server):
@@ -198,4 +278,4 @@ def test_endpoint_errors_raise_chat_error(user_server, verifier_server):
 
     user_server.error(500, "validator down")
     with pytest.raises(ChatError, match="validator down"):
-        validate_conversation(_model(user_server, "validator"), INSTRUCTION, [])
+        validate_conversation(_model(user_server, "validator"), INSTRUCTION, [], GOLD_SQL)

@@ -26,9 +26,29 @@ def test_spec_strings(spec, kind, model):
 
 def test_the_defaults_are_the_published_benchmarks():
     options = LlmOptions()
+    # EHR-ChatQA: 30 agent actions; a conversation is run at most 10 times (run.py --max_retry 10), so 9 re-runs;
+    # sql_execute's timeout defaults to 60 seconds
     assert (options.ehrsql_mode, options.fhir_variant, options.max_actions, options.user_reruns) == (
-        "tools", "code", 30, 2)
-    assert (options.temperature, options.value_search_synonyms, options.api_key_env) == (0.0, True, None)
+        "tools", "code", 30, 9)
+    assert options.sql_timeout_s == 60.0
+    # value_similarity_search: lexical without an embedding model, no synonym table; web_search disabled (offline)
+    assert (options.embedding_model, options.value_search_synonyms, options.web_search) == (None, False, None)
+    assert (options.temperature, options.api_key_env) == (0.0, None)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("disabled", None), ("  ", None), ("http://127.0.0.1:9000/search", "http://127.0.0.1:9000/search"),
+    (" https://search.example.org/v1 ", "https://search.example.org/v1"),
+])
+def test_the_web_search_option_is_disabled_or_a_provider(value, expected):
+    assert parse_agent("llm:openai:m", {"web_search": value}).options.web_search == expected
+
+
+def test_an_unknown_web_search_provider_is_refused_naming_the_forms():
+    with pytest.raises(ValueError, match=r"agent 'llm:openai:m': .*web search provider 'tavily': expected "
+                                         r"disabled, the http\(s\) URL of a search endpoint, or a registered "
+                                         r"provider name"):
+        parse_agent("llm:openai:m", {"web_search": "tavily"})
 
 
 def test_options_given_as_command_line_strings_are_typed():

@@ -1,6 +1,9 @@
 """The agent toolboxes on tiny hand-made databases: EHR-ChatQA's database tools (DuckDB and SQLite), value
-similarity (lexical, synonyms, embeddings) and FHIR-AgentBench's tools. Expected texts and scores are worked out by
-hand in the comments; a model's mistakes must come back as "Error: ..." text, never as an exception."""
+similarity (lexical, synonyms, embeddings), web search and FHIR-AgentBench's tools. A model's mistakes must come back
+as "Error: ..." text, never as an exception.
+
+The database tools are EHR-ChatQA's as published (glee4810/EHR-ChatQA, src/envs/<db>_star/tools/*.py): the expected
+tool definitions and result texts below are the published ones, worked out by hand for these tables."""
 
 from __future__ import annotations
 
@@ -12,7 +15,15 @@ import duckdb
 import pytest
 
 from ehrbench.agents.sandbox import SqlError
-from ehrbench.agents.tools import DatabaseTools, FhirTools, ValueSimilarity
+from ehrbench.agents.tools import DatabaseTools, FhirTools, ValueSimilarity, WebResult
+from ehrbench.agents.tools.similarity import CURATED
+from ehrbench.agents.tools.web_search import (
+    HttpSearchProvider,
+    WebSearchError,
+    check_provider_spec,
+    provider_for,
+    register_provider,
+)
 from ehrbench.fhir.search import SearchIndex
 from ehrbench.fhir.search_params import parse_search
 from ehrbench.llm.tool_chat import ToolCall
@@ -34,7 +45,8 @@ def call(toolbox, name: str, **arguments) -> str:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    """One DuckDB and one SQLite database with the same tables."""
+    """One DuckDB and one SQLite database with the same tables, and a SQLite database declared as the published
+    schema files declare theirs (INT, NOT NULL, primary, foreign and unique keys)."""
     folder = tmp_path_factory.mktemp("agent-db")
     labs = [(i, f"lab {i:03d}", i / 2) for i in range(LAB_ROWS)]
     with duckdb.connect(str(folder / "ehr.duckdb")) as con:
@@ -49,6 +61,11 @@ def folder(tmp_path_factory) -> Path:
     lite.executemany("insert into diagnoses values (?, ?)", DIAGNOSES)
     lite.execute("create table labs (id integer, label text, value real)")
     lite.executemany("insert into labs values (?, ?, ?)", labs)
+    lite.execute("create table demographics (recordid INT NOT NULL PRIMARY KEY, patientid INT NOT NULL UNIQUE, "
+                 "gender TEXT NOT NULL, dateofdeath TEXT)")
+    lite.execute("insert into demographics values (1, 10, 'f', null), (2, 11, 'm', '2100-03-04 05:06:07')")
+    lite.execute("create table hospitaladmissions (recordid INT NOT NULL PRIMARY KEY, patientid INT NOT NULL, "
+                 "admitdatetime TEXT NOT NULL, FOREIGN KEY(patientid) REFERENCES demographics(patientid))")
     lite.commit()
     lite.close()
     return folder
@@ -56,75 +73,166 @@ def folder(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def tools(folder: Path):
-    with DatabaseTools(folder / "ehr.duckdb", similarity=ValueSimilarity()) as toolbox:
+    with DatabaseTools(folder / "ehr.duckdb") as toolbox:
         yield toolbox
 
 
-def test_table_search_lists_the_tables(tools):
-    assert call(tools, "table_search") == "3 tables:\ndiagnoses\ndrugs\nlabs"
+def test_the_tools_are_defined_as_published(tools):
+    # names, order, descriptions and arguments of src/envs/mimic_iv_star/tools/*.py (env.py's order); no "default"
+    # keys: the published schemas say the defaults in the descriptions
+    specs = {spec.name: spec for spec in tools.specs}
+    assert list(specs) == ["table_search", "column_search", "sql_execute", "value_substring_search",
+                           "value_similarity_search"]
+    assert specs["table_search"].description == "Get the list of table names in the database."
+    assert specs["table_search"].parameters == {"type": "object", "properties": {"tool_input": {
+        "type": "string", "description": "An empty string; no input required."}}, "required": []}
+    assert specs["column_search"].description == "Get the columns of a specific table and its sample rows."
+    assert specs["column_search"].parameters == {"type": "object", "properties": {"table_names": {
+        "type": "string", "description": "A comma-separated list of table names to retrieve schema and sample rows "
+                                         "for."}}, "required": ["table_names"]}
+    assert specs["sql_execute"].description == (
+        "Execute a SQL query against the database and get back the result. If the query is not correct, an error "
+        "message will be returned. The maximum number of results to return is 100.")
+    assert specs["sql_execute"].parameters == {"type": "object", "properties": {
+        "query": {"type": "string", "description": "A valid SQL query to execute."},
+        "k": {"type": "integer", "description": "The maximum number of results to return. Default is 100."},
+        "timeout": {"type": "integer", "description": "Maximum execution time in seconds before the query is "
+                                                      "terminated. Default is 60 seconds."}}, "required": ["query"]}
+    assert specs["value_substring_search"].description == (
+        "Retrieve up to k values from a column that contains the specified substring.")
+    assert specs["value_substring_search"].parameters == {"type": "object", "properties": {
+        "table": {"type": "string", "description": "The table name."},
+        "column": {"type": "string", "description": "The column name."},
+        "value": {"type": "string", "description": "The substring to search for."},
+        "k": {"type": "integer", "description": "The maximum number of values to return. Default is 100."}},
+        "required": ["table", "column", "value"]}
+    assert specs["value_similarity_search"].parameters == {"type": "object", "properties": {
+        "table": {"type": "string", "description": "The table name."},
+        "column": {"type": "string", "description": "The column name."},
+        "value": {"type": "string", "description": "The value to search for similar matches."},
+        "k": {"type": "integer", "description": "The number of similar values to return. Default is 100."}},
+        "required": ["table", "column", "value"]}
+    # a database that is not one of EHR-ChatQA's: every text column is searchable; no embedding model: lexical
+    assert specs["value_similarity_search"].description == (
+        "Perform a lexical similarity search (fuzzy string matching) to find up to k values similar to a given "
+        "value in a specified column. Supported columns: diagnoses: ['code', 'title'], drugs: ['name'], "
+        "labs: ['label']")
+    assert (tools.value_search, tools.web_search_name) == ("lexical", "disabled")
 
 
-def test_column_search_shows_ddl_and_three_sample_rows(tools):
-    text = call(tools, "column_search", table="diagnoses")
-    assert text == ("CREATE TABLE diagnoses (\n  code VARCHAR,\n  title VARCHAR\n);\n\n3 sample rows:\n"
-                    "code | title\nI10 | essential hypertension\nE875 | hyperpotassemia\nE876 | hypopotassemia")
+def test_table_search_joins_the_names_with_commas(tools):
+    assert call(tools, "table_search") == "diagnoses, drugs, labs"  # published: ", ".join(table names)
+    assert call(tools, "table_search", tool_input="") == "diagnoses, drugs, labs"
 
 
-def test_table_and_column_names_match_case_insensitively(tools):
-    assert call(tools, "value_substring_search", table="DIAGNOSES", column="Title", value="chest") == (
-        "1 distinct values of diagnoses.title containing 'chest' (shortest first):\nchest pain")
+def test_column_search_shows_ddl_and_three_sample_rows_per_table(tools):
+    # published: CREATE TABLE with tab-indented columns, then "/*\n3 rows from <t> table:" with tab-separated rows;
+    # tables joined by two blank lines, an unknown one as its error; names resolve case-insensitively (SQLite does)
+    text = call(tools, "column_search", table_names="diagnoses, DRUGS,nope")
+    assert text == ("CREATE TABLE diagnoses (\n\tcode VARCHAR,\n\ttitle VARCHAR\n)\n/*\n3 rows from diagnoses table:\n"
+                    "code\ttitle\nI10\tessential hypertension\nE875\thyperpotassemia\nE876\thypopotassemia\n*/"
+                    "\n\n\n"
+                    "CREATE TABLE drugs (\n\tname VARCHAR\n)\n/*\n3 rows from drugs table:\nname\n"
+                    "furosemide\naspirin\ntorsemide\n*/"
+                    "\n\n\n"
+                    "Error: table_names {'nope'} not found in database")
 
 
-def test_value_substring_search_is_case_insensitive_shortest_first(tools):
-    # hypopotassemia (14 characters) before hyperpotassemia (15)
+def test_column_search_shows_keys_and_not_null_as_the_published_schema_declares_them(folder):
+    # the published rules: INT -> INTEGER, "NOT NULL", then PRIMARY KEY, FOREIGN KEY and UNIQUE lines; cells as
+    # Python prints them (None); "3 rows" whatever the table holds
+    with DatabaseTools(folder / "ehr.sqlite") as toolbox:
+        assert call(toolbox, "column_search", table_names="demographics,hospitaladmissions") == (
+            "CREATE TABLE demographics (\n\trecordid INTEGER NOT NULL,\n\tpatientid INTEGER NOT NULL,\n"
+            "\tgender TEXT NOT NULL,\n\tdateofdeath TEXT,\n\tPRIMARY KEY (recordid),\n\tUNIQUE (patientid)\n)"
+            "\n/*\n3 rows from demographics table:\nrecordid\tpatientid\tgender\tdateofdeath\n"
+            "1\t10\tf\tNone\n2\t11\tm\t2100-03-04 05:06:07\n*/"
+            "\n\n\n"
+            "CREATE TABLE hospitaladmissions (\n\trecordid INTEGER NOT NULL,\n\tpatientid INTEGER NOT NULL,\n"
+            "\tadmitdatetime TEXT NOT NULL,\n\tPRIMARY KEY (recordid),\n"
+            "\tFOREIGN KEY (patientid) REFERENCES demographics (patientid)\n)"
+            "\n/*\n3 rows from hospitaladmissions table:\nrecordid\tpatientid\tadmitdatetime\n\n*/")
+
+
+def test_sql_execute_returns_the_rows_as_python_prints_them(tools):
+    # published: str(rows[:k]), a list of tuples; on DuckDB the values SQLite would hold (text times, 0/1)
+    assert call(tools, "sql_execute", query="select code, title from diagnoses where title = 'chest pain'") == (
+        "[('R07', 'chest pain')]")
+    assert call(tools, "sql_execute", query="select null as a, 1.5 as b, date '2180-07-23' as c, "
+                                            "timestamp '2180-07-23 08:00:00' as d, true as e, 2::decimal(4,1) f") == (
+        "[(None, 1.5, '2180-07-23', '2180-07-23 08:00:00', 1, 2.0)]")
+    assert call(tools, "sql_execute", query="select * from drugs where name = 'none'") == "[]"
+    assert call(tools, "sql_execute", query="select count(*) from labs") == "[(250,)]"
+
+
+def test_sql_execute_notes_the_rows_not_shown_and_caps_k_at_100(tools):
+    # published: rows[:k] + "\n\nNote: There are {n - k} results not shown (out of {n} total results)."
+    assert call(tools, "sql_execute", query="select id from labs order by id", k=5) == (
+        "[(0,), (1,), (2,), (3,), (4,)]\n\nNote: There are 245 results not shown (out of 250 total results).")
+    capped = call(tools, "sql_execute", query="select id from labs order by id;  ", k=500)  # "at most 100"
+    assert capped.startswith("[(0,), (1,), ") and capped.count("(") == 100 + 1  # 100 rows and the note's
+    assert capped.endswith("(99,)]\n\nNote: There are 150 results not shown (out of 250 total results).")
+    commented = call(tools, "sql_execute", query="select id from labs -- every lab", k=1)
+    assert commented == "[(0,)]\n\nNote: There are 249 results not shown (out of 250 total results)."
+
+
+def test_sql_execute_takes_the_published_timeout_argument(folder):
+    endless = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
+    with DatabaseTools(folder / "ehr.sqlite", timeout_s=30) as toolbox:
+        text = call(toolbox, "sql_execute", query=endless, timeout=1)  # asks for less than the toolbox allows
+        assert text.startswith("Error: query exceeded 1 s and was stopped")
+        assert call(toolbox, "sql_execute", query="select count(*) from labs", timeout=120) == "[(250,)]"
+        assert call(toolbox, "sql_execute", query="select 1", timeout=0) == (
+            "Error: timeout must be a number of seconds of at least 1, got 0")
+
+
+def test_value_substring_search_is_the_published_like_search(tools):
+    # published: DISTINCT values WHERE column LIKE '%value%' (case-insensitive), LIMIT k, printed as a list
     assert call(tools, "value_substring_search", table="diagnoses", column="title", value="POTASS") == (
-        "2 distinct values of diagnoses.title containing 'POTASS' (shortest first):\nhypopotassemia\nhyperpotassemia")
+        "Values in diagnoses.title containing 'POTASS': ['hyperpotassemia', 'hypopotassemia'].")
+    assert call(tools, "value_substring_search", table="diagnoses", column="title", value="potass", k=1) == (
+        "Values in diagnoses.title containing 'potass': ['hyperpotassemia'].")
+    assert call(tools, "value_substring_search", table="labs", column="id", value="249") == (
+        "Values in labs.id containing '249': [249].")  # a number column: its stored numbers
+    assert call(tools, "value_substring_search", table="DIAGNOSES", column="Title", value="chest") == (
+        "Values in DIAGNOSES.Title containing 'chest': ['chest pain'].")  # echoes the names as asked
+    assert call(tools, "value_substring_search", table="drugs", column="name", value="xyz") == (
+        "No values in drugs.name contain 'xyz'.")
 
 
-def test_value_substring_search_says_when_k_cut_the_values(tools):
-    text = call(tools, "value_substring_search", table="diagnoses", column="title", value="potass", k=1)
-    assert text.splitlines()[:2] == ["1 distinct values of diagnoses.title containing 'potass' (shortest first):",
-                                     "hypopotassemia"]
-    assert "[more values match; only the first 1 are shown" in text
-
-
-def test_value_substring_search_matches_non_text_columns(tools):
-    assert call(tools, "value_substring_search", table="labs", column="id", value="249").endswith("\n249")
+def test_like_wildcards_in_a_value_are_wildcards_and_quotes_are_text(tools):
+    # the published search puts the value inside a LIKE pattern: '%' matches anything, '_' any one character
+    assert call(tools, "value_substring_search", table="drugs", column="name", value="%") == (
+        "Values in drugs.name containing '%': ['aspirin', 'furosemide', 'torsemide'].")
+    assert call(tools, "value_substring_search", table="drugs", column="name", value="s_m") == (
+        "Values in drugs.name containing 's_m': ['furosemide', 'torsemide'].")
+    assert call(tools, "value_substring_search", table="diagnoses", column="title", value="o'brien") == (
+        "Values in diagnoses.title containing 'o'brien': [\"o'brien syndrome\"].")
 
 
 @pytest.mark.parametrize("value", ["x' OR '1'='1", "'; DROP TABLE diagnoses; --", "') UNION SELECT name FROM drugs --"])
 def test_sql_in_a_searched_value_is_only_text(tools, value):
-    assert call(tools, "value_substring_search", table="diagnoses", column="title", value=value).startswith(
-        "No value of diagnoses.title contains")
-    assert "6 row(s)" in call(tools, "sql_execute", query="select * from diagnoses")
-
-
-def test_quotes_and_like_wildcards_in_a_value_are_plain_characters(tools):
-    assert call(tools, "value_substring_search", table="diagnoses", column="title", value="o'brien").endswith(
-        "\no'brien syndrome")
-    # '%' and '_' would match everything under LIKE; here only the value holding them matches
-    for value in ("%", "n_u"):
-        assert call(tools, "value_substring_search", table="diagnoses", column="title", value=value).endswith(
-            ":\n100% oxygen_use")
+    assert call(tools, "value_substring_search", table="diagnoses", column="title", value=value) == (
+        f"No values in diagnoses.title contain '{value}'.")
+    assert call(tools, "sql_execute", query="select count(*) from diagnoses") == "[(6,)]"
 
 
 @pytest.mark.parametrize("name, arguments, expected", [
-    ("column_search", {"table": "nope"}, "Error: unknown table 'nope'; the tables are: diagnoses, drugs, labs"),
+    ("value_substring_search", {"table": "nope", "column": "x", "value": "x"},
+     "Error: unknown table 'nope'; the tables are: diagnoses, drugs, labs"),
     ("value_substring_search", {"table": "diagnoses", "column": "name", "value": "x"},
      "Error: unknown column 'name' in table diagnoses; its columns are: code, title"),
-    ("column_search", {}, "Error: missing required argument(s) 'table'; 'column_search' takes: table"),
+    ("column_search", {}, "Error: missing required argument(s) 'table_names'; 'column_search' takes: table_names"),
     ("value_similarity_search", {"table": "diagnoses", "column": "title"},
      "Error: missing required argument(s) 'value'; 'value_similarity_search' takes: table, column, value, k"),
     ("value_substring_search", {"table": "diagnoses", "column": "title", "value": "x", "k": 0},
-     "Error: k must be an integer from 1 to 100, got 0"),
-    ("value_substring_search", {"table": "diagnoses", "column": "title", "value": ""},
-     "Error: value must be a non-empty piece of text to look for"),
+     "Error: k must be an integer from 1 to 1000, got 0"),
     ("sql_execute", {"query": "select 1", "k": "ten"}, "Error: argument 'k' must be an integer, got 'ten'"),
     ("sql_execute", {"query": "select 1", "k": True}, "Error: argument 'k' must be an integer, got True"),
-    ("column_search", {"table": 3}, "Error: argument 'table' must be a string, got int"),
-    ("table_search", {"filter": "lab"}, "Error: unexpected argument(s) 'filter'; 'table_search' takes: no arguments"),
+    ("column_search", {"table_names": 3}, "Error: argument 'table_names' must be a string, got int"),
+    ("table_search", {"filter": "lab"}, "Error: unexpected argument(s) 'filter'; 'table_search' takes: tool_input"),
     ("drop_table", {}, "Error: there is no tool named 'drop_table'; the tools are: table_search, column_search, "
-                       "value_substring_search, value_similarity_search, sql_execute"),
+                       "sql_execute, value_substring_search, value_similarity_search"),
 ])
 def test_bad_calls_are_explained_not_raised(tools, name, arguments, expected):
     assert call(tools, name, **arguments) == expected
@@ -135,28 +243,11 @@ def test_a_call_the_client_already_rejected_is_answered_with_its_error(tools):
     assert tools.call(rejected) == "Error: the arguments are not valid JSON"
 
 
-def test_sql_execute_returns_rows_as_a_table(tools):
-    assert call(tools, "sql_execute", query="select code, title from diagnoses where title = 'chest pain'") == (
-        "1 row(s):\ncode | title\nR07 | chest pain")
-    assert call(tools, "sql_execute", query="select null as a, 1.5 as b, date '2180-07-23' as c") == (
-        "1 row(s):\na | b | c\nNULL | 1.5 | 2180-07-23")
-
-
-def test_sql_execute_notes_rows_past_k_and_caps_k(tools):
-    text = call(tools, "sql_execute", query="select id from labs order by id", k=5)
-    assert text.splitlines() == ["the first 5 rows (the query returned more; add WHERE filters, aggregate, or "
-                                 "ORDER BY ... LIMIT to see what you need):", "id", "0", "1", "2", "3", "4"]
-    capped = call(tools, "sql_execute", query="select id from labs order by id", k=500)
-    assert capped.startswith("the first 100 rows (the query returned more; k is capped at 100;")
-    assert capped.splitlines()[-1] == "99"
-
-
-def test_long_results_are_cut_with_a_note(folder):
+def test_long_results_can_be_cut_with_a_note(folder):
     with DatabaseTools(folder / "ehr.duckdb", max_chars=500) as toolbox:
         text = call(toolbox, "sql_execute", query="select * from labs order by id")
     assert len(text) <= 500
     assert "[output truncated to" in text and "select fewer columns or rows" in text
-    assert text.splitlines()[2] == "0 | lab 000 | 0.0"
 
 
 @pytest.mark.parametrize("database", ["ehr.duckdb", "ehr.sqlite"])
@@ -172,46 +263,142 @@ def test_sql_execute_refuses_escapes_as_errors(folder, database, query):
     with DatabaseTools(folder / database) as toolbox:
         text = call(toolbox, "sql_execute", query=query.format(folder=folder))
         assert text.startswith("Error: "), text
-        assert "6 row(s)" in call(toolbox, "sql_execute", query="select * from diagnoses")
+        assert call(toolbox, "sql_execute", query="select count(*) from diagnoses") == "[(6,)]"
     assert not (folder / "stolen.csv").exists() and not (folder / "other.db").exists()
 
 
 def test_sqlite_databases_work_too(folder):
     with DatabaseTools(folder / "ehr.sqlite") as toolbox:
         assert toolbox.engine == "sqlite"
-        assert call(toolbox, "table_search") == "2 tables:\ndiagnoses\nlabs"
-        assert call(toolbox, "column_search", table="labs").startswith(
-            "CREATE TABLE labs (\n  id INTEGER,\n  label TEXT,\n  value REAL\n);\n\n"
-            "3 sample rows:\nid | label | value\n0 | lab 000 | 0.0\n")
-        assert call(toolbox, "value_substring_search", table="diagnoses", column="title", value="POTASS").endswith(
-            ":\nhypopotassemia\nhyperpotassemia")
-        assert call(toolbox, "value_substring_search", table="labs", column="value", value="124.5").endswith(
-            ":\n124.5")
-        assert call(toolbox, "sql_execute", query="select count(*) as n from labs") == "1 row(s):\nn\n250"
+        assert call(toolbox, "table_search") == "demographics, diagnoses, hospitaladmissions, labs"
+        assert call(toolbox, "column_search", table_names="labs").startswith(
+            "CREATE TABLE labs (\n\tid INTEGER,\n\tlabel TEXT,\n\tvalue REAL\n)\n/*\n3 rows from labs table:\n"
+            "id\tlabel\tvalue\n0\tlab 000\t0.0\n")
+        assert call(toolbox, "value_substring_search", table="diagnoses", column="title", value="POTASS") == (
+            "Values in diagnoses.title containing 'POTASS': ['hyperpotassemia', 'hypopotassemia'].")
+        assert call(toolbox, "value_substring_search", table="labs", column="value", value="124.5") == (
+            "Values in labs.value containing '124.5': [124.5].")
+        assert call(toolbox, "sql_execute", query="select count(*) as n from labs") == "[(250,)]"
 
 
-def test_value_similarity_search_marks_synonyms_and_finds_typos(tools):
-    # 'hyperkalemia' is an `also` name of "high potassium" in lay_terms.yaml, whose stored values include
-    # hyperpotassemia; 'hypopotassemia' is only lexically close
-    text = call(tools, "value_similarity_search", table="diagnoses", column="title", value="hyperkalemia", k=2)
-    lines = text.splitlines()
-    assert lines[0].startswith("2 of 6 distinct values of diagnoses.title ranked by similarity to 'hyperkalemia'")
-    assert lines[1:3] == ["value | score | match", "hyperpotassemia | 1.000 | synonym"]
-    assert lines[3].startswith("hypopotassemia | ") and lines[3].endswith(" | similar")
-    typo = call(tools, "value_similarity_search", table="diagnoses", column="title", value="hypertenshun", k=1)
-    assert typo.splitlines()[2].startswith("essential hypertension | ")
-    brand = call(tools, "value_similarity_search", table="drugs", column="name", value="Lasix", k=1)
-    assert brand.splitlines()[2] == "furosemide | 1.000 | synonym"
+def test_value_similarity_search_answers_as_published(tools):
+    # published: the value lower-cased, the k nearest values; one match, several, or none
+    assert call(tools, "value_similarity_search", table="diagnoses", column="title", value="Hypertenshun", k=1) == (
+        "I found one close match in diagnoses.title: 'essential hypertension'.")
+    assert call(tools, "value_similarity_search", table="drugs", column="name", value="furosemde", k=2) == (
+        "I found close matches in drugs.name: ['furosemide', 'torsemide'].")
+    # only the supported columns hold values: here every text column, so not labs.id; nor an unknown table
+    assert call(tools, "value_similarity_search", table="labs", column="id", value="ABC") == (
+        "No matches found in labs.id for 'abc'.")
+    assert call(tools, "value_similarity_search", table="nope", column="x", value="y") == (
+        "No matches found in nope.x for 'y'.")
+
+
+def test_the_synonym_table_is_off_unless_asked_for(folder):
+    # the chatqa instructions are written from the lay-term table: by default the search does not know it
+    with DatabaseTools(folder / "ehr.duckdb") as toolbox:
+        plain = call(toolbox, "value_similarity_search", table="drugs", column="name", value="Lasix", k=1)
+        assert plain != "I found one close match in drugs.name: 'furosemide'." and toolbox.value_search == "lexical"
+    with DatabaseTools(folder / "ehr.duckdb", similarity=ValueSimilarity(synonyms=CURATED)) as toolbox:
+        assert call(toolbox, "value_similarity_search", table="drugs", column="name", value="Lasix", k=1) == (
+            "I found one close match in drugs.name: 'furosemide'.")
+        assert toolbox.value_search == "lexical+synonyms"
+
+
+MIMIC_SIMILARITY_DESCRIPTION = (  # src/envs/mimic_iv_star/tools/value_similarity_search.py
+    "Perform a semantic similarity search (embedding-based) to find up to k values similar to a given value in a "
+    "specified column. Supported columns: hospitaladmissions: ['admissiontype', 'admitsource', "
+    "'dischargedestination'], diagnosiscodes: ['description'], procedurecodes: ['description'], medicationorders: "
+    "['medicationname'], clinicalitemtypes: ['itemname'], labtesttypes: ['itemname'], microbiologyresults: "
+    "['specimentype', 'testname', 'organismname']")
+
+
+def test_a_renamed_mimic_database_gets_the_published_supported_columns(tmp_path):
+    path = tmp_path / "renamed.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table hospitaladmissions (admissiontype varchar, admitsource varchar, "
+                    "dischargedestination varchar, insurancetype varchar)")
+        con.execute("insert into hospitaladmissions values ('ew emer.', 'emergency room', 'home', 'medicare')")
+        for table, columns in {"diagnosiscodes": "description", "procedurecodes": "description",
+                               "medicationorders": "medicationname", "clinicalitemtypes": "itemname",
+                               "labtesttypes": "itemname",
+                               "microbiologyresults": "specimentype, testname, organismname"}.items():
+            con.execute(f"create table {table} ({', '.join(f'{c.strip()} varchar' for c in columns.split(','))})")
+    embedder = FakeEmbedder()
+    with DatabaseTools(path, similarity=ValueSimilarity(embedder=embedder)) as toolbox:
+        [spec] = [spec for spec in toolbox.specs if spec.name == "value_similarity_search"]
+        assert spec.description == MIMIC_SIMILARITY_DESCRIPTION and toolbox.value_search == "embedding"
+        # a column the published index leaves out has no values to match
+        assert call(toolbox, "value_similarity_search", table="hospitaladmissions", column="insurancetype",
+                    value="medicare") == "No matches found in hospitaladmissions.insurancetype for 'medicare'."
+        assert call(toolbox, "value_similarity_search", table="hospitaladmissions", column="admitsource",
+                    value="ER") == "I found one close match in hospitaladmissions.admitsource: 'emergency room'."
+    assert embedder.calls == [["er", "emergency room"]]  # the value lower-cased, as published
+
+
+# --- web search ------------------------------------------------------------------------------------------------------
+
+class FakeSearch:
+    name = "fake"
+
+    def __init__(self, results: list[WebResult] | None = None, error: str | None = None):
+        self.results, self.error, self.queries = results or [], error, []
+
+    def search(self, query: str) -> list[WebResult]:
+        self.queries.append(query)
+        if self.error:
+            raise WebSearchError(self.error)
+        return self.results
+
+
+def test_web_search_is_offered_only_with_a_provider_and_answers_a_json_list(folder):
+    results = [WebResult(f"result {i}", f"title {i}", f"http://example.org/{i}") for i in range(12)]
+    results[0] = WebResult("β-blockers lower the heart rate")
+    search = FakeSearch(results)
+    with DatabaseTools(folder / "ehr.duckdb", web_search=search) as toolbox:
+        spec = toolbox.specs[-1]
+        # src/envs/mimic_iv_star/tools/web_search.py
+        assert (spec.name, spec.description) == ("web_search", "Perform a web search to obtain external knowledge.")
+        assert spec.parameters == {"type": "object", "properties": {"query": {
+            "type": "string", "description": "The search query."}}, "required": ["query"]}
+        text = call(toolbox, "web_search", query="what does metoprolol do")
+        # published: json.dumps([contents], ensure_ascii=False, indent=2) of at most 10 results
+        assert text == json.dumps(["β-blockers lower the heart rate", *(f"result {i}" for i in range(1, 10))],
+                                  ensure_ascii=False, indent=2)
+        assert text.startswith('[\n  "β-blockers') and search.queries == ["what does metoprolol do"]
+        assert toolbox.web_search_name == "fake"
+    with DatabaseTools(folder / "ehr.duckdb", web_search=FakeSearch(error="HTTP 503")) as toolbox:
+        assert call(toolbox, "web_search", query="x") == "Error: web search failed: HTTP 503"
+        assert call(toolbox, "web_search", query=" ") == "Error: query must be a non-empty search query"
+    with DatabaseTools(folder / "ehr.duckdb") as toolbox:
+        assert "web_search" not in [spec.name for spec in toolbox.specs]
+        assert call(toolbox, "web_search", query="x").startswith("Error: there is no tool named 'web_search'")
+
+
+def test_web_search_providers_are_chosen_by_name_or_url():
+    assert check_provider_spec(None) is None and check_provider_spec(" disabled ") is None
+    assert provider_for(None) is None and provider_for("disabled") is None
+    http = provider_for("https://user:pw@search.local:8443/v1/search?key=secret", timeout_s=5)
+    assert isinstance(http, HttpSearchProvider) and http.timeout_s == 5
+    assert http.name == "http:https://search.local:8443/v1/search"  # no credentials, no query string
+    with pytest.raises(ValueError, match=r"web search provider 'tavily': expected disabled, the http\(s\) URL of a "
+                                         r"search endpoint, or a registered provider name"):
+        check_provider_spec("tavily")
+    register_provider("fake_for_test", lambda timeout_s: FakeSearch())
+    assert provider_for("fake_for_test").name == "fake"
+    with pytest.raises(ValueError, match="must be an identifier"):
+        register_provider("disabled", lambda timeout_s: FakeSearch())
 
 
 def test_a_subset_of_tools_can_be_offered(folder):
     with DatabaseTools(folder / "ehr.duckdb", tools=("table_search", "column_search", "sql_execute")) as toolbox:
         assert [spec.name for spec in toolbox.specs] == ["table_search", "column_search", "sql_execute"]
+        assert toolbox.value_search is None
         assert call(toolbox, "value_substring_search", table="labs", column="label", value="x").startswith(
             "Error: there is no tool named 'value_substring_search'; the tools are: table_search, column_search, "
             "sql_execute")
     with pytest.raises(ValueError, match="unknown database tool"):
-        DatabaseTools(folder / "ehr.duckdb", tools=("web_search",))
+        DatabaseTools(folder / "ehr.duckdb", tools=("web_search",))  # web_search comes with a provider only
 
 
 def test_execute_rows_runs_the_answer_sql_in_the_sandbox(tools):
@@ -227,13 +414,13 @@ def test_execute_rows_runs_the_answer_sql_in_the_sandbox(tools):
 def test_a_typo_finds_the_value_with_its_edit_distance_score():
     # ratio('furosemde', 'furosemide') = 1 - 1 insertion / 19 characters = 0.9474; token_set_ratio gives the same
     # times 0.95, partial_ratio 2*8/18 = 0.889 times 0.9: the max is 0.9474
-    ranked = ValueSimilarity(synonyms=None).rank("furosemde", ["aspirin", "torsemide", "furosemide"], k=2)
+    ranked = ValueSimilarity().rank("furosemde", ["aspirin", "torsemide", "furosemide"], k=2)
     assert ranked[0] == ("furosemide", pytest.approx(0.9474, abs=1e-4))
     assert ranked[1][0] == "torsemide"
 
 
 def test_scores_order_same_value_then_all_words_then_ties_by_closeness_and_value():
-    similarity = ValueSimilarity(synonyms=None)
+    similarity = ValueSimilarity()
     assert similarity.rank("Aspirin", ["aspirin"], k=1) == [("aspirin", 1.0)]
     # both hold every word of the query (0.95); the closer whole string (ratio 2*12/31 = 0.77 against 2*12/36 =
     # 0.67) comes first although value order says otherwise
@@ -244,15 +431,22 @@ def test_scores_order_same_value_then_all_words_then_ties_by_closeness_and_value
     assert similarity.rank("x", [], k=3) == [] and similarity.rank("x", ["x"], k=0) == []
 
 
+def test_the_modes_are_named_and_lexical_is_the_default():
+    assert ValueSimilarity().mode == "lexical" and ValueSimilarity().synonyms is None
+    assert ValueSimilarity(synonyms=CURATED).mode == "lexical+synonyms"
+    assert ValueSimilarity(embedder=FakeEmbedder()).mode == "embedding"
+    assert ValueSimilarity(synonyms=CURATED, embedder=FakeEmbedder()).mode == "embedding+synonyms"
+
+
 def test_synonyms_score_one_in_both_drug_directions():
-    similarity = ValueSimilarity()
+    similarity = ValueSimilarity(synonyms=CURATED)
     ranked = similarity.rank("High Potassium", ["potassium", "hyperpotassemia", "hypopotassemia"], k=3)
     assert ranked[0] == ("hyperpotassemia", 1.0)
     assert all(score < 1.0 for _, score in ranked[1:])
     assert similarity.synonym_hits("high potassium", ["HYPERKALEMIA", "potassium"]) == {"HYPERKALEMIA"}
     assert similarity.rank("lasix", ["furosemide", "lasix 40mg"], k=1) == [("furosemide", 1.0)]
     assert similarity.rank("furosemide", ["Lasix", "aspirin"], k=1) == [("Lasix", 1.0)]
-    without = ValueSimilarity(synonyms=None).rank("high potassium", ["hyperpotassemia"], k=1)
+    without = ValueSimilarity().rank("high potassium", ["hyperpotassemia"], k=1)
     assert without[0][1] < 0.9
 
 
@@ -261,7 +455,7 @@ class FakeEmbedder:
 
     provider, model = "fake", "fake"
     vectors = {"heart attack": [1.0, 0.0], "myocardial infarction": [2.0, 0.0], "heart rate": [0.8, 0.6],
-               "aspirin": [0.0, 1.0]}
+               "aspirin": [0.0, 1.0], "er": [1.0, 1.0], "emergency room": [1.0, 1.0]}
 
     def __init__(self):
         self.calls: list[list[str]] = []
@@ -271,18 +465,15 @@ class FakeEmbedder:
         return [self.vectors[text] for text in texts]
 
 
-def test_an_embedder_lifts_semantic_matches_and_caches_candidates():
+def test_an_embedder_ranks_by_cosine_alone_and_caches_candidates():
     candidates = ["heart rate", "myocardial infarction", "aspirin"]
-    lexical = ValueSimilarity(synonyms=None).rank("heart attack", candidates, k=3)
-    assert lexical[0][0] == "heart rate"
+    lexical = ValueSimilarity().rank("heart attack", candidates, k=3)
+    assert lexical[0][0] == "heart rate"  # 'heart rate' is 0.7273 lexically (ratio 2*8/22)
     embedder = FakeEmbedder()
-    similarity = ValueSimilarity(synonyms=None, embedder=embedder)
-    ranked = similarity.rank("heart attack", candidates, k=3)
-    assert ranked[0] == ("myocardial infarction", 1.0)  # cosine 1.0 beats any lexical score
-    # the max of lexical and cosine: 'heart rate' is 0.7273 lexically (ratio: 8 characters in common in order,
-    # 2*8/22; partial_ratio does not count for a value shorter than the query), 0.8 by cosine; aspirin's cosine is 0
-    assert dict(lexical)["heart rate"] < 0.8 and dict(ranked)["heart rate"] == 0.8
-    assert dict(ranked)["aspirin"] == dict(lexical)["aspirin"]
+    similarity = ValueSimilarity(embedder=embedder)
+    # the published tool is embedding-based: cosine 1.0, 0.8 (0.8*1 + 0.6*0 over 1*1) and 0.0, lexical ignored
+    assert similarity.rank("heart attack", candidates, k=3) == [
+        ("myocardial infarction", 1.0), ("heart rate", 0.8), ("aspirin", 0.0)]
     assert embedder.calls == [["heart attack", "aspirin", "heart rate", "myocardial infarction"]]  # one call
     similarity.rank("heart attack", candidates, k=1)
     assert embedder.calls[1] == ["heart attack"]  # candidates come from the cache
@@ -457,9 +648,15 @@ def test_the_tools_on_the_latest_build():
 
     database = BenchmarkDatabase("renamed", "mimic_iv").files(BUILD)[0]
     with DatabaseTools(database) as toolbox:
-        assert "labresults" in call(toolbox, "table_search").splitlines()
+        assert "labresults" in call(toolbox, "table_search").split(", ")
+        [spec] = [spec for spec in toolbox.specs if spec.name == "value_similarity_search"]
+        assert spec.description.endswith(MIMIC_SIMILARITY_DESCRIPTION.split("Supported columns: ")[1])
         assert call(toolbox, "value_similarity_search", table="medicationorders", column="medicationname",
-                    value="Lasix", k=3).splitlines()[2] == "furosemide | 1.000 | synonym"
+                    value="Lasix", k=3).startswith("I found close matches in medicationorders.medicationname: [")
+    with DatabaseTools(database, similarity=ValueSimilarity(synonyms=CURATED)) as toolbox:
+        assert call(toolbox, "value_similarity_search", table="medicationorders", column="medicationname",
+                    value="Lasix", k=3).startswith("I found close matches in medicationorders.medicationname: "
+                                                   "['furosemide', ")
     with FhirTools(BUILD / "fhir" / "resources.duckdb") as toolbox:
         patient = toolbox.index.search(parse_search("Patient", [("_count", "1")])).ids[0]
         text = call(toolbox, "get_resources_by_patient", resource_type="Encounter", patient_id=patient)

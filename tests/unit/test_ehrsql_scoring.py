@@ -86,7 +86,8 @@ def test_answers_match_rows_or_strings():
     assert answers_match([(7.42,)], "[['7.42']]")
     assert answers_match("[['7.42']]", [(7.4201,)])
     assert not answers_match([(7.42,)], "[['7.43']]")
-    assert not answers_match([(1,)], [(1.0,)])  # '1' != '1.0', as in the published comparison
+    assert answers_match([(1,)], [(1.0,)])  # the scorer rounds every numeric cell: both '1.0'
+    assert answers_match([(94.0,)], "[['94']]")  # a gold answer string's '94' is read back as the scorer reads 94
 
 
 def test_first_years_one_draw_each_even_with_no_span():

@@ -174,11 +174,14 @@ def test_metric_table_from_the_parquet_parts(tmp_path):
     assert row["success_rate"] == pytest.approx(2 / 6)
     # Pass@3: q1 1 - C(1,3)/C(3,3) = 1, q2 0 -> 0.5; Pass^3: q1 C(2,3)/C(3,3) = 0, q2 0 -> 0
     assert row["pass@3"] == pytest.approx(0.5) and row["pass^3"] == 0.0 and row["gap_3"] == pytest.approx(0.5)
-    # RS over the 5 completed trials, all answered answerable: 2 correct (+1 each), 3 wrong (-c each)
-    assert row["RS(0)"] == pytest.approx(2 / 5) and row["RS(10)"] == pytest.approx((2 - 30) / 5)
-    assert row["RS(N)"] == pytest.approx((2 - 3 * 5) / 5)
-    # F1_ans: 5 answered, 5 answerable, 5 both -> 1; F1_exe: TP 2, P = 2/5, R = 2/5 -> 0.4
-    assert row["F1_ans"] == pytest.approx(1.0) and row["F1_exe"] == pytest.approx(0.4)
+    # RS per run (trial index), all items answerable; the error counts as a wrong answer, the invalid trial not at all.
+    # run 0: q1 +1, q2 -c; run 1: the same; run 2: q1 -c, q2 (error) -c. RS(0): 1/2, 1/2, 0 -> mean 1/3;
+    # RS(10): -9/2, -9/2, -20/2 -> mean -19/3; RS(N), N = 2 per run: -1/2, -1/2, -4/2 -> mean -1
+    assert row["RS(0)"] == pytest.approx(1 / 3) and row["RS(10)"] == pytest.approx(-19 / 3)
+    assert row["RS(N)"] == pytest.approx(-1.0)
+    assert (row["RS(10) min"], row["RS(10) max"]) == (pytest.approx(-10.0), pytest.approx(-4.5))
+    # F1_ans: 6 answered (the error too), 6 answerable, 6 both -> 1; F1_exe: TP 2, P = 2/6, R = 2/6 -> 1/3
+    assert row["F1_ans"] == pytest.approx(1.0) and row["F1_exe"] == pytest.approx(1 / 3)
     assert row["cost_usd"] == pytest.approx(0.06)
     with pytest.raises(FileNotFoundError, match="no results"):
         metric_table(tmp_path / "run_id=none")

@@ -44,7 +44,7 @@ class ScriptedModel:
         if not tools and messages[0]["content"] == VERIFIER_PROMPT:
             return self._text('{"ok": true, "feedback": ""}')
         if not tools and messages[0]["content"] == VALIDATOR_PROMPT:
-            return self._text('{"valid": true, "reason": "scripted"}')
+            return self._text('{"explanation": "scripted", "broken_rule": "", "evidence": "", "result": "no_error"}')
         if messages[0]["content"].startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):  # the simulated user
             opening = len(messages) <= 2  # its system prompt and the opening cue
             return self._text("Hi, I need a patient count." if opening else f"Thanks, that is all. {STOP_TOKEN}")

@@ -16,15 +16,19 @@ from ehrbench.metrics import (
     as_percent,
     execution_f1,
     gap_k,
+    is_success,
     mean_retrieval_score,
     pass_at_k,
     pass_at_k_mean,
     pass_hat_k,
     pass_hat_k_mean,
     reliability_score,
+    reliability_score_over_runs,
     reliability_scores,
+    reliability_scores_over_runs,
     retrieval_score,
     success_rate,
+    success_rate_over_tasks,
 )
 
 RIGHT = Outcome(answered=True, answerable=True, correct=True)  # +1
@@ -49,9 +53,9 @@ def test_floats_differing_at_the_third_decimal_are_wrong():
     assert Outcome.compare([(1.2344,)], [(1.2346,)]) == WRONG
 
 
-def test_an_integer_and_the_equal_float_differ():
-    # str(2) = '2' but str(round(2.0, 3)) = '2.0', as in the published answer.json
-    assert Outcome.compare([(2,)], [(2.0,)]) == WRONG
+def test_an_integer_and_the_equal_float_are_the_same_answer():
+    # the published scorer rounds every cell float() reads: round(float(2), 3) = 2.0 -> '2.0' on both sides
+    assert Outcome.compare([(2,)], [(2.0,)]) == RIGHT
 
 
 def test_a_formatted_gold_string_matches_executed_rows():
@@ -129,6 +133,30 @@ def test_reliability_score_of_no_items_is_an_error():
 def test_a_bad_penalty_is_an_error(penalty):
     with pytest.raises(ValueError, match="penalty"):
         reliability_score([RIGHT], penalty)
+
+
+def test_a_trial_that_ended_in_an_error_is_a_wrong_answer():
+    # the published scorers count a prediction whose execution failed as an answer ('error_pred'), never right
+    assert Outcome.of_trial("error", None, True, None) == WRONG
+    assert Outcome.of_trial("error", None, False, None) == ANSWER_UNANSWERABLE
+    assert Outcome.of_trial("completed", False, True, True) == RIGHT
+    assert Outcome.of_trial("completed", True, True, False) == ABSTAIN_ANSWERABLE
+    assert Outcome.of_trial("completed", True, False, True) == ABSTAIN_UNANSWERABLE
+    with pytest.raises(ValueError, match="not scored"):
+        Outcome.of_trial("invalid", False, True, True)
+
+
+def test_reliability_score_over_runs_uses_each_runs_own_n():
+    # run 0: 3 right, 1 wrong → RS(N=4) = (3 - 4)/4 = -1/4; run 1: 4 right → 1; run 2 has no item and is left out.
+    # mean (-1/4 + 1)/2 = 3/8. Pooled over 8 items with N = 8 it would be (7 - 8)/8 = -1/8.
+    runs = {0: [RIGHT, RIGHT, RIGHT, WRONG], 1: [RIGHT] * 4, 2: []}
+    scores = reliability_score_over_runs(runs, "N")
+    assert scores.runs == (-0.25, 1.0)
+    assert (scores.mean, scores.minimum, scores.maximum) == (pytest.approx(3 / 8), -0.25, 1.0)
+    # with a fixed c, runs of equal size give the pooled value: RS(10) = ((3 - 10)/4 + 1)/2 = -3/8 = (7 - 10)/8
+    assert reliability_scores_over_runs(list(runs.values()))[10].mean == pytest.approx(-3 / 8)
+    with pytest.raises(ValueError, match="no runs"):
+        reliability_score_over_runs([[], []], 0)
 
 
 # --- F1_ans and F1_exe ----------------------------------------------------------------------------------------
@@ -256,6 +284,19 @@ def test_a_fractional_reward_counts_in_sr_but_is_not_a_success():
 
 def test_success_rate_is_the_mean_reward_over_all_trials():
     assert success_rate([r for task in TASKS for r in task]) == pytest.approx(5 / 9)  # 5 ones in 9 trials
+    # over tasks: the mean of the tasks' means, equal to the above when every task has as many trials
+    assert success_rate_over_tasks(TASKS) == pytest.approx(5 / 9)
+    # with unequal counts each task weighs the same: (1/1 + 0/3) / 2, not 1/4
+    assert success_rate_over_tasks([[1], [0, 0, 0], []]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="no tasks"):
+        success_rate_over_tasks([[]])
+
+
+def test_a_success_is_a_reward_within_a_millionth_of_one():
+    # tau-bench's is_successful: (1 - 1e-6) <= reward
+    assert is_success(1.0) and is_success(1 - 1e-6) and is_success(1 - 1e-7)
+    assert not is_success(1 - 2e-6) and not is_success(0.999)
+    assert pass_hat_k_mean([[1 - 1e-7, 1.0]], 2) == 1.0
 
 
 def test_trial_errors():

@@ -53,19 +53,44 @@ def test_pass_at_k_with_k_below_n_by_hand(tmp_path):
 
 
 def test_reliability_score_and_f1_by_hand(tmp_path):
-    # 4 items: correct answer (+1), correct abstention on unanswerable (+1), abstained on answerable (0),
-    # wrong answer (−c); plus an error trial, which is not an outcome (RS and F1 count completed trials)
+    # one run of 5 items: correct answer (+1), correct abstention on unanswerable (+1), abstained on answerable (0),
+    # wrong answer (−c), and an error trial, which the published scorer counts as an answer that failed (−c)
     rows = [trial(task="t1"), trial(task="t2", answerable=False, abstained=True, reward=1.0),
             trial(task="t3", abstained=True, reward=0.0), trial(task="t4", reward=0.0),
             trial(task="t5", status="error", reward=0.0)]
     values = board_of(write_run(tmp_path, "r", rows))[("ehrsql", "a")].values
-    assert values["rs_0"].value == pytest.approx(2 / 4)
-    assert values["rs_10"].value == pytest.approx((2 - 10) / 4)
-    assert values["rs_n"].value == pytest.approx((2 - 4) / 4)
-    # answered: t1, t4; answerable: t1, t3, t4 → F1_ans: P = 2/2, R = 2/3; F1_exe: tp = 1 → P 1/2, R 1/3
-    assert values["f1_ans"].value == pytest.approx(2 * 1 * (2 / 3) / (1 + 2 / 3))
-    assert values["f1_exe"].value == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+    assert values["rs_0"].value == pytest.approx(2 / 5)
+    assert values["rs_10"].value == pytest.approx((2 - 2 * 10) / 5)
+    assert values["rs_n"].value == pytest.approx((2 - 2 * 5) / 5)
+    # answered: t1, t4, t5; answerable: t1, t3, t4, t5 → F1_ans: P = 3/3, R = 3/4; F1_exe: tp = 1 → P 1/3, R 1/4
+    assert values["f1_ans"].value == pytest.approx(2 * 1 * (3 / 4) / (1 + 3 / 4))
+    assert values["f1_exe"].value == pytest.approx(2 * (1 / 3) * (1 / 4) / (1 / 3 + 1 / 4))
     assert values["success_rate"].value == pytest.approx(2 / 5)
+
+
+def test_reliability_score_is_the_mean_of_the_runs_by_hand(tmp_path):
+    # 2 tasks × 3 runs (trial index). run 0: t1 right, t2 right; run 1: t1 right, t2 wrong; run 2: t1 wrong, t2
+    # invalid (not scored: run 2 has 1 item). RS(10) per run: 2/2 = 1, (1 − 10)/2 = −4.5, (0 − 10)/1 = −10
+    # → mean −13.5/3.
+    # RS(N) with each run's own N: 1, (1 − 2)/2 = −0.5, (0 − 1)/1 = −1 → mean −0.5/3; pooled over the 5 scored
+    # trials it would be (3 − 5·2)/5 = −1.4.
+    rows = [trial(task="t1", k=0), trial(task="t2", k=0), trial(task="t1", k=1),
+            trial(task="t2", k=1, reward=0.0), trial(task="t1", k=2, reward=0.0),
+            trial(task="t2", k=2, status="invalid", reward=None)]
+    values = board_of(write_run(tmp_path, "r", rows))[("ehrsql", "a")].values
+    assert values["rs_10"].value == pytest.approx(-13.5 / 3)
+    assert values["rs_n"].value == pytest.approx(-0.5 / 3)
+    assert values["rs_0"].value == pytest.approx((1 + 0.5 + 0) / 3)
+    assert (values["rs_10_min"].value, values["rs_10_max"].value) == (pytest.approx(-10.0), pytest.approx(1.0))
+    # SR: t1 2/3, t2 1/2 (2 scored trials) → mean over tasks 7/12, not 3/5 pooled
+    assert values["success_rate"].value == pytest.approx(7 / 12)
+
+
+def test_a_reward_within_a_millionth_of_one_is_a_success(tmp_path):
+    # tau-bench's rule: reward ≥ 1 − 1e-6 succeeds; 0.999 does not
+    rows = [trial(task="t1", reward=1 - 1e-7), trial(task="t2", reward=0.999)]
+    values = board_of(write_run(tmp_path, "r", rows))[("ehrsql", "a")].values
+    assert values["pass_hat_k"].value == pytest.approx(0.5)
 
 
 def test_fhir_and_dq_means_skip_missing_values(tmp_path):
@@ -149,12 +174,14 @@ def test_the_leaderboard_agrees_with_the_metric_definitions_on_a_random_run(tmp_
         k = reference["k"]
         pairs = {"success_rate": "success_rate", f"pass@{k}": "pass_at_k", f"pass^{k}": "pass_hat_k",
                  f"gap_{k}": "gap_k", "RS(0)": "rs_0", "RS(5)": "rs_5", "RS(10)": "rs_10", "RS(N)": "rs_n",
-                 "F1_ans": "f1_ans", "F1_exe": "f1_exe", "retrieval_precision": "retrieval_precision"}
+                 "F1_ans": "f1_ans", "F1_exe": "f1_exe", "retrieval_precision": "retrieval_precision",
+                 "RS(10) min": "rs_10_min", "RS(10) max": "rs_10_max"}
         for name, key in pairs.items():
             if name in reference and key in values:
                 assert values[key].value == pytest.approx(reference[name]), (reference["agent"], name)
                 checked += 1
-    assert checked == 2 * (9 + 4 + 4)  # ehrsql: SR, Pass@k, Pass^k, RS×4, F1×2; chatqa: + Gap-k; fhir: + retrieval P
+    # ehrsql: SR, Pass@k, Pass^k, RS×4, RS(10) min/max, F1×2; chatqa: + Gap-k; fhir: + retrieval P
+    assert checked == 2 * (11 + 4 + 4)
 
 
 def test_bootstrap_intervals_are_seeded_and_hold_the_estimate(tmp_path):

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ehrbench.errors import ConfigError
 from ehrbench.llm.chat import ModelSpec
 from ehrbench.parameter_errors import one_line
 
 BASELINES = ("oracle", "abstain")
+WEB_SEARCH_DISABLED = "disabled"
 AGENT_SPEC_FORM = "oracle, abstain, llm:<model>@<base_url>, llm:openai:<model>[@<base_url>] or llm:gemini:<model>"
 
 
@@ -38,13 +39,20 @@ class LlmOptions(BaseModel):
     timeout_s: float = Field(60.0, gt=0, le=3600, description="Seconds per model call.")
     max_retries: int = Field(4, ge=0, le=10, description=(
         "The SDK's own retries of 429/5xx/timeouts, per call."))
-    sql_timeout_s: float = Field(10.0, gt=0, le=600, description="Seconds per SQL query of the agent.")
+    sql_timeout_s: float = Field(60.0, gt=0, le=600, description=(
+        "Seconds per SQL query of the agent (EHR-ChatQA: 60; sql_execute's timeout argument may ask for less)."))
     user_model: str | None = None  # the chatqa simulated user (default: the agent's model)
     validator_model: str | None = None  # the post-hoc check of the simulated user (default: the user's model)
-    user_reruns: int = Field(2, ge=0, le=5, description="Re-runs of a conversation the validator rejects.")
+    # EHR-ChatQA runs a conversation at most 10 times (run.py --max_retry 10): the first run and 9 re-runs
+    user_reruns: int = Field(9, ge=0, le=20, description="Re-runs of a conversation the validator rejects.")
     max_user_turns: int = Field(10, ge=1, le=50, description="Turns of the simulated user per conversation.")
-    embedding_model: str | None = None  # value_similarity_search uses embeddings when set
-    value_search_synonyms: bool = True  # the curated synonym table in value_similarity_search
+    embedding_model: str | None = None  # value_similarity_search ranks by embeddings when set (else lexically)
+    # the curated synonym table in value_similarity_search: off by default, because the chatqa instructions are
+    # written from it (recorded per trial in the results' value_search column)
+    value_search_synonyms: bool = False
+    # web_search: disabled (default, offline: the tool is not offered), the http(s) URL of a search endpoint, or
+    # the name of a registered provider (ehrbench.agents.tools.web_search)
+    web_search: str | None = None
     api_key_env: str | None = None  # environment variable holding the key (default: the SDK's own variable)
     api_key_secret: str | None = None  # name of a Prefect Secret block holding the key
 
@@ -54,7 +62,16 @@ class LlmOptions(BaseModel):
             value = getattr(self, name)
             if value is not None:
                 ModelSpec.parse(value)  # raises naming the spec and the expected form
+        if self.web_search is not None:  # the tools load only when a provider is asked for
+            from ehrbench.agents.tools.web_search import check_provider_spec
+
+            check_provider_spec(self.web_search)  # raises naming the accepted forms
         return self
+
+    @field_validator("web_search")
+    @classmethod
+    def _disabled_is_none(cls, value: str | None) -> str | None:
+        return None if value is None or value.strip() in ("", WEB_SEARCH_DISABLED) else value.strip()
 
 
 class AgentConfig(BaseModel):

@@ -8,124 +8,43 @@ would be charged to the agent under test. Two guards keep those slips out of the
 
 - a turn verifier judges every draft message against the instruction before it is sent; a rejected draft goes
   back to the user model with the verifier's feedback (a reflection), at most `max_reflections` times;
-- `validate_conversation` reads the finished conversation and says whether the user erred anyway; such a trial
-  is re-run, not scored (docs/benchmarks.md#repeated-trials).
+- `validate_conversation` reads the finished conversation, the instruction and the task's gold SQL and says
+  whether the user erred anyway (EHR-ChatQA's user validator); such a conversation is run again, and the
+  validator's explanations go into the re-run as `previous_mistakes`, which the verifier and the reflections read
+  (EHR-ChatQA's "previous user mistakes"); a trial whose every run the validator rejects is not scored
+  (docs/benchmarks.md#repeated-trials).
 
 Models are called without tools (plain text). A `ChatError` from any model propagates: the harness treats it as a
-transient failure of the trial.
+transient failure of the trial. The texts are in ehrbench.agents.simulated_user_prompts.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ehrbench.agents.simulated_user_prompts import (
+    DRAFT_REQUEST,
+    MAX_TURNS_MESSAGE,
+    MISTAKES_NOTE,
+    OPENING_CUE,
+    REFLECTION_PROMPT,
+    STOP_TOKEN,
+    USER_SYSTEM_PROMPT,
+    VALIDATION_REQUEST,
+    VALIDATOR_PROMPT,
+    VERIFIER_PROMPT,
+    numbered,
+)
 from ehrbench.llm.chat import endpoint_name
 from ehrbench.llm.tool_chat import ChatTurn, ToolChatModel, Usage
 from ehrbench.llm.verdicts import verdict
 
-STOP_TOKEN = "###STOP###"
+__all__ = ["STOP_TOKEN", "USER_SYSTEM_PROMPT", "VALIDATOR_PROMPT", "VERIFIER_PROMPT", "SimulatedUser", "UserTurn",
+           "Validation", "render_conversation", "validate_conversation"]
 
-USER_SYSTEM_PROMPT = """\
-You are role-playing a hospital staff member who is chatting with a database assistant (the "DB agent") to get \
-information out of the hospital's electronic health record database. Stay in this role for the whole conversation.
-
-Your private instruction (the DB agent cannot see it):
-<instruction>
-{instruction}
-</instruction>
-
-How to behave:
-- Start vague: your first message only says what kind of information you are after, without any details.
-- Reveal the details of the instruction one at a time, in the order the instruction gives them: at most one new \
-detail per message, when the DB agent asks for it or when the conversation needs it next.
-- Keep each message short (one or two sentences), plain and natural, like a busy clinician typing.
-- Use only facts that are in the instruction. If the DB agent asks about something the instruction does not say, \
-answer that you don't know or have no preference. Never invent patient ids, dates, values or other details.
-- Refer to things the way the instruction tells you to (everyday terms, not database codes) and let the DB agent \
-find how they are stored.
-- You are the one asking. Never write SQL, never look up, compute or guess the answer yourself, and never answer \
-for the DB agent.
-- Ask only for what the instruction asks for; do not change or widen the request.
-- When the DB agent shows a result, check that it addresses your question as the instruction states it; if it \
-does not, say what is missing (using only the instruction).
-- Never say or hint that you are an AI, a simulation, or following an instruction.
-
-Ending the conversation: once the DB agent has given you an answer to your question, or has clearly said it \
-cannot help after you gave it every detail, write a short closing message that ends with {stop_token}. Write \
-{stop_token} only then, never while the DB agent is still working on your request.
-
-Reply with your message only: no quotes, labels or notes."""
-
-# The user model needs a first turn to answer (several APIs reject a conversation that opens with the assistant);
-# this cue is sent in the DB agent's place before the opening message and is not part of the transcript.
-OPENING_CUE = "[You are now connected to the DB agent. Write your first message to it.]"
-
-REFLECTION_PROMPT = """\
-[Note for you only, not from the DB agent: a reviewer checked your draft above against your instruction and the \
-rules and sent it back: {feedback}
-Write your message again, fixing this. Reply with the message only.]"""
-
-# The rules the verifier and the validator judge by, kept in one place so both judge the same thing.
-_USER_RULES = f"""\
-1. Use only facts in the instruction; never invent details (patient ids, dates, values, preferences) it does not \
-give. Saying "I don't know" to a question the instruction does not answer is fine.
-2. Reveal the instruction gradually: start vague, then at most one new detail per message.
-3. Ask for what the instruction asks for: never contradict it, change it or ask for something else.
-4. Never write SQL, never give or guess the answer, never answer for the DB agent.
-5. Stay in role with short messages; never mention being an AI, a simulation or having an instruction.
-6. End the conversation (with the stop token {STOP_TOKEN}) only once the DB agent has answered the question or \
-has clearly said it cannot help after getting every detail; never while the DB agent is still working on it."""
-
-VERIFIER_PROMPT = f"""\
-You check one message drafted by a simulated user: a model role-playing a hospital staff member who asks a \
-database assistant (the "DB agent") for information from an electronic health record database. The simulated \
-user follows a private instruction and must obey these rules:
-{_USER_RULES}
-
-Judge only the draft; the conversation before it is context. Be lenient about style and wording: send the draft \
-back only for a clear breach of a rule, or when the DB agent has plainly answered the question and the draft \
-does not end the conversation.
-
-Answer with one JSON object and nothing else: {{"ok": true, "feedback": ""}} to accept the draft, or \
-{{"ok": false, "feedback": "<what is wrong and how to fix it, in one or two sentences>"}} to send it back."""
-
-VALIDATOR_PROMPT = f"""\
-You review a finished conversation between a simulated user and a database assistant (the "DB agent"). The \
-simulated user is a model role-playing a hospital staff member who follows a private instruction; the \
-conversation is used to evaluate the DB agent, so it must be thrown away when the *user* made an error. The user's \
-rules:
-{_USER_RULES}
-
-User errors that invalidate the conversation:
-- revealing information that is not in the instruction (invented ids, dates, values, conditions);
-- contradicting the instruction or giving a detail different from it;
-- asking for something other than what the instruction asks for;
-- ending the conversation before the goal was addressed while the DB agent was still working on it, or never \
-giving a detail of the instruction so that the DB agent was answering a different question;
-- answering the question, writing SQL or otherwise doing the DB agent's work.
-Not user errors: the DB agent's mistakes, slowness or failure; the user saying it does not know something the \
-instruction does not give; giving several of the instruction's own details in one message; wording and style; a \
-conversation cut off by the turn limit.
-
-Answer with one JSON object and nothing else: {{"valid": true, "reason": "<why the user did nothing wrong>"}} \
-or {{"valid": false, "reason": "<the user's error, quoting the message>"}}."""
-
-_JUDGE_REQUEST = """\
-<instruction>
-{instruction}
-</instruction>
-
-<conversation>
-{conversation}
-</conversation>"""
-
-_DRAFT_REQUEST = _JUDGE_REQUEST + """
-
-<draft>
-{draft}
-</draft>"""
-
-MAX_TURNS_MESSAGE = "[The conversation reached its limit of {max_turns} user messages and was ended.]"
+USER_ERROR, NO_ERROR = "user_error", "no_error"  # the validator's results
 
 
 @dataclass(frozen=True)
@@ -138,19 +57,26 @@ class UserTurn:
 
 @dataclass(frozen=True)
 class Validation:
-    valid: bool  # False: the simulated user made an error (the trial must be re-run, not scored)
-    reason: str
+    valid: bool  # False: the simulated user made an error (the conversation is run again, not scored)
+    reason: str  # the validator's explanation (what a re-run is told), or why no model was asked
     usage: Usage
+    broken_rule: str = ""
+    evidence: str = ""
 
 
 class SimulatedUser:
     """One simulated user for one conversation: `start()` once, then `reply(agent_message)` until a turn comes
     back `stopped`. `transcript` holds {"role": "user" | "agent", "content"} in order (the user's last message
     has "stopped": True; a stop forced by `max_turns` also "turn_limit": True) and the verifier's notes
-    ({"role": "verifier", "content", "ok", "draft"}) on drafts it rejected or could not judge."""
+    ({"role": "verifier", "content", "ok", "draft"}) on drafts it rejected or could not judge.
+
+    `previous_mistakes`: the validator's explanations of the user errors of earlier runs of this conversation; the
+    verifier judges each draft against them too and a reflection lists them (EHR-ChatQA: its verifier and
+    reflection read "previous user mistakes"; the user's own prompt does not). `max_reflections`: EHR-ChatQA's 3."""
 
     def __init__(self, model: ToolChatModel, instruction: str, *, verifier: ToolChatModel | None = None,
-                 temperature: float = 1.0, max_reflections: int = 2, max_turns: int = 10):
+                 temperature: float = 1.0, max_reflections: int = 3, max_turns: int = 10,
+                 previous_mistakes: Sequence[str] = ()):
         if max_turns < 1 or max_reflections < 0:
             raise ValueError(f"max_turns must be >= 1 and max_reflections >= 0 (got {max_turns}, {max_reflections})")
         self.model = model
@@ -159,6 +85,7 @@ class SimulatedUser:
         self.temperature = temperature
         self.max_reflections = max_reflections
         self.max_turns = max_turns
+        self.previous_mistakes = tuple(mistake for mistake in previous_mistakes if mistake.strip())
         self.usage = Usage()
         self.turns = 0
         self.transcript: list[dict] = []
@@ -199,8 +126,11 @@ class SimulatedUser:
             if ok:
                 break
             reflections += 1
+            mistakes = MISTAKES_NOTE.format(mistakes=numbered(self.previous_mistakes)) if self.previous_mistakes \
+                else ""
             reflection_history += [{"role": "assistant", "content": draft},
-                                   {"role": "user", "content": REFLECTION_PROMPT.format(feedback=feedback)}]
+                                   {"role": "user", "content": REFLECTION_PROMPT.format(feedback=feedback,
+                                                                                         mistakes=mistakes)}]
             redraft = self.model.chat(view + reflection_history, [], temperature=self.temperature)
             usage, draft = usage + redraft.usage, _text(redraft)
         else:
@@ -230,8 +160,10 @@ class SimulatedUser:
 
     def _verify(self, draft: str) -> tuple[bool, str, Usage]:
         """(ok, feedback, usage) for a draft; an answer that holds no readable verdict accepts the draft."""
-        request = _DRAFT_REQUEST.format(instruction=self.instruction, conversation=render_conversation(
-            self.transcript), draft=draft or "[empty message]")
+        mistakes = (f"\n\n<previous_mistakes>\n{numbered(self.previous_mistakes)}\n</previous_mistakes>"
+                    if self.previous_mistakes else "")
+        request = DRAFT_REQUEST.format(instruction=self.instruction, conversation=render_conversation(
+            self.transcript), mistakes=mistakes, draft=draft or "[empty message]")
         turn = self.verifier.chat([{"role": "system", "content": VERIFIER_PROMPT},
                                    {"role": "user", "content": request}], [], temperature=0.0)
         found = verdict(turn.text, "ok")
@@ -247,18 +179,29 @@ class SimulatedUser:
         return ok, feedback or "the draft breaks one of the rules; reread them and your instruction.", turn.usage
 
 
-def validate_conversation(model: ToolChatModel, instruction: str, conversation: list[dict]) -> Validation:
-    """Whether a finished conversation is fit to score the agent: invalid when the simulated user erred.
-    `conversation` is a `SimulatedUser.transcript` (verifier notes are left out of what the validator reads)."""
-    request = _JUDGE_REQUEST.format(instruction=instruction, conversation=render_conversation(conversation))
+def validate_conversation(model: ToolChatModel, instruction: str, conversation: list[dict],
+                          gold_sql: str | None = None, *, agent_out_of_actions: bool = False) -> Validation:
+    """Whether a finished conversation is fit to score the agent: invalid when the simulated user erred, as
+    EHR-ChatQA's user validator decides it from the instruction, the conversation and the task's `gold_sql`.
+    `conversation` is a `SimulatedUser.transcript` (verifier notes are left out of what the validator reads).
+
+    As in EHR-ChatQA, no model is asked when the agent is to blame whatever the user did: it spent its whole action
+    budget (`agent_out_of_actions`) or sent an empty message; the conversation is valid. An answer that holds no
+    readable result keeps the conversation too (EHR-ChatQA keeps it when its validator fails)."""
+    if agent_out_of_actions:
+        return Validation(True, "The DB agent spent its whole action budget; that is not the user's error.", Usage())
+    if any(entry.get("role") == "agent" and not str(entry.get("content") or "").strip() for entry in conversation):
+        return Validation(True, "The DB agent sent an empty message; that is not the user's error.", Usage())
+    request = VALIDATION_REQUEST.format(instruction=instruction, conversation=render_conversation(conversation),
+                                        gold_sql=(gold_sql or "").strip() or "(not given)")
     turn = model.chat([{"role": "system", "content": VALIDATOR_PROMPT}, {"role": "user", "content": request}], [],
                       temperature=0.0)
-    found = verdict(turn.text, "valid")
-    if found is None:
+    answer = _validator_result(turn.text)
+    if answer is None:
         return Validation(True, f"the validator answer from {endpoint_name(model)} was unreadable, conversation "
                                 f"kept: {turn.text!r}", turn.usage)
-    valid, answer = found
-    return Validation(valid, str(answer.get("reason") or "").strip(), turn.usage)
+    return Validation(answer["result"] == NO_ERROR, str(answer.get("explanation") or "").strip(), turn.usage,
+                      str(answer.get("broken_rule") or "").strip(), str(answer.get("evidence") or "").strip())
 
 
 def render_conversation(conversation: list[dict]) -> str:
@@ -273,6 +216,23 @@ def render_conversation(conversation: list[dict]) -> str:
         elif role in ("agent", "assistant"):
             lines.append(f"DB AGENT: {content}")
     return "\n\n".join(lines) or "(no messages yet)"
+
+
+def _validator_result(text: str | None) -> dict | None:
+    """The first JSON object in `text` whose "result" is user_error or no_error (bare, fenced or amid prose), its
+    result normalised; None when there is none."""
+    text = text or ""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and str(value.get("result", "")).strip().lower() in (USER_ERROR, NO_ERROR):
+            return {**value, "result": str(value["result"]).strip().lower()}
+        start = text.find("{", start + 1)
+    return None
 
 
 def _text(turn: ChatTurn) -> str:

@@ -31,6 +31,7 @@ from ehrbench.cli.checks import (
 )
 from ehrbench.cli.data_tools import dq_app, fhir_app, questions_app
 from ehrbench.cli.prefect_runs import check_prefect_api, flow_failures, following_flows, use_prefect
+from ehrbench.cli.tasksets import check_tasksets, tasks_app
 from ehrbench.layout import DataLayout
 from ehrbench.publish import latest_build_id, published_builds
 from ehrbench.settings import EvaluationParameters, ReportParameters, default_data_dir
@@ -44,6 +45,7 @@ app = typer.Typer(help="Reproducible benchmarks for LLM agents over EHR database
 app.add_typer(fhir_app, name="fhir")
 app.add_typer(questions_app, name="questions")
 app.add_typer(dq_app, name="dq")
+app.add_typer(tasks_app, name="tasks")
 
 
 @app.command()
@@ -138,9 +140,11 @@ def evaluate(
     dask_address: Annotated[str | None, typer.Option(
         help="Run the trials on this Dask scheduler (tcp://host:port) instead of local threads.")] = None,
     suite: Annotated[list[str], typer.Option(
-        help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all.")] = None,
+        help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all, or none when --taskset is given.")] = None,
+    taskset: Annotated[list[str], typer.Option(
+        help="Imported task set (repeatable; see `ehrbench tasks list`), evaluated like a suite.")] = None,
     trials: Annotated[int, typer.Option(help="Trials per task (k, 1-100).")] = 1,
-    limit: Annotated[int | None, typer.Option(help="Tasks per suite (a seeded sample).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Tasks per suite and per task set (a seeded sample).")] = None,
     run_id: Annotated[str | None, typer.Option(
         help="Run id; an existing one is resumed. Default: a timestamp.")] = None,
     build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
@@ -173,17 +177,18 @@ def evaluate(
             refuse(f"--suite: unknown suite {name!r}; expected some of {', '.join(SUITES)}")
     if run_id is not None:
         check_run_id(run_id)  # an existing run is resumed
-    checked(EvaluationParameters, {"suites": suite or list(SUITES), "agents": agent or list(BASELINES),
-                                   "trials": trials, "limit": limit, "seed": seed, "run_id": run_id,
-                                   "concurrency_per_endpoint": concurrency})
+    checked(EvaluationParameters, {"suites": suite or None, "tasksets": taskset or [],
+                                   "agents": agent or list(BASELINES), "trials": trials, "limit": limit, "seed": seed,
+                                   "run_id": run_id, "concurrency_per_endpoint": concurrency})
     check_build(DataLayout(root=root), build)
+    check_tasksets(DataLayout(root=root), build, taskset or [])
     check_sandbox(agent or list(BASELINES), agent_options, unsafe_sandbox)
     use_prefect(root, verbose=verbose)
     from flows.evaluate import evaluate_agents
 
     with flow_failures(), following_flows(verbose):
         check_prefect_api()
-        chosen = {"suites": suite, "agents": agent}
+        chosen = {"suites": suite, "agents": agent, "tasksets": taskset}
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
                                  agent_options=agent_options, judge_model=judge_model,
                                  concurrency_per_endpoint=concurrency, dask_address=dask_address, report=report,
@@ -225,17 +230,17 @@ def metrics(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """The metric table of an evaluation run, per agent and suite (docs/benchmarks.md#metrics)."""
+    """The metric table of an evaluation run, per agent and suite, and per task set (docs/benchmarks.md#metrics)."""
     import json
 
     from ehrbench.errors import EhrbenchError
-    from ehrbench.evaluation.report import metric_table
     from ehrbench.evaluation.results import ResultStore
+    from ehrbench.evaluation.taskset_metrics import metric_table_by_taskset
 
     check_run_id(run_id)
     layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
     try:
-        rows = metric_table(ResultStore(layout.results, run_id).folder)
+        rows = metric_table_by_taskset(ResultStore(layout.results, run_id).folder)
     except EhrbenchError as exc:  # no such run, or a part that is no parquet file, named
         fail(str(exc), EXIT_FAILED)
     if as_json:

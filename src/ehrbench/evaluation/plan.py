@@ -17,7 +17,9 @@ from ehrbench.errors import ConfigError
 from ehrbench.tasks import Agent, EvalTask
 
 Trial = tuple[Agent, EvalTask, int]  # an agent on a task, the trial-th time
-TrialKey = tuple[str, str, str, int]  # (agent, suite, task id, trial) of a completed trial: results.TRIAL_KEY
+# (agent, suite, task id, trial) of a completed trial: results.TRIAL_KEY. A task set's task id is `<task set>/<id>`
+# (ehrbench.tasksets.model.task_id), so a run mixing generated suites and task sets keys every trial apart
+TrialKey = tuple[str, str, str, int]
 
 ENDPOINT_LIMIT_PREFIX = "llm-endpoint:"
 

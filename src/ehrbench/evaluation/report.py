@@ -1,10 +1,13 @@
 """The metric table of an evaluation run, per agent and suite, read with DuckDB from the run's parquet parts and
-computed with `ehrbench.metrics` (docs/benchmarks.md#repeated-trials): success rate, Pass@k / Pass^k / Gap-k over the
-run's k trials, the
-reliability score RS(c) and F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall (precision None
-for an agent that retrieved nothing: `ehrbench.metrics.retrieval`), data-quality recall/precision, cost and
-latency. Trials that ended in an error count as failures (reward 0); trials whose simulated user erred (status
-invalid) are not scored at all (docs/benchmarks.md#repeated-trials: re-run, not scored).
+computed with `ehrbench.metrics` (docs/benchmarks.md#metrics): success rate (the mean over tasks of each task's mean
+reward), Pass@k / Pass^k / Gap-k over the run's k trials (a success: reward ≥ 1 − 1e-6), the reliability score RS(c)
+as the published scorer gives it for one run, averaged over the k runs (run r = every task's trial r; `RS(c) min` /
+`RS(c) max`: the worst and best run), F1_ans / F1_exe of the question suites, FHIR retrieval precision/recall
+(precision None for an agent that retrieved nothing: `ehrbench.metrics.retrieval`), data-quality recall/precision,
+cost and latency. Scores are fractions here; the papers print RS(c) and F1 ×100 (`ehrbench.metrics.as_percent`).
+Trials that ended in an error count as failures (reward 0) and, in RS(c) and F1, as wrong answers (the published
+scorers count a prediction whose execution failed so); trials whose simulated user erred (status invalid) are not
+scored at all (docs/benchmarks.md#repeated-trials: re-run, not scored).
 
 A row's keys come in reading order (the Prefect table artifact shows them so): agent, suite, the suite's key
 metrics (those of the dashboard's headline; dq adds its recall and precision), cost and latency, then the rest."""
@@ -26,8 +29,8 @@ from ehrbench.metrics import (
     mean_retrieval_score,
     pass_at_k_mean,
     pass_hat_k_mean,
-    reliability_scores,
-    success_rate,
+    reliability_scores_over_runs,
+    success_rate_over_tasks,
 )
 
 QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
@@ -68,19 +71,20 @@ def _metrics(agent: str, suite: str, all_trials: list[dict]) -> dict:
     row = {"agent": agent, "suite": suite, "tasks": len(by_task), "trials": len(trials), "k": k,
            "errors": sum(t["status"] == "error" for t in trials),
            "invalid": len(all_trials) - len(trials),  # the simulated user erred: re-run on resume, never scored
-           "success_rate": success_rate([r for rewards in by_task.values() for r in rewards]),
+           "success_rate": success_rate_over_tasks(list(by_task.values())),
            f"pass@{k}": pass_at_k_mean(list(by_task.values()), k),
            f"pass^{k}": pass_hat_k_mean(list(by_task.values()), k), f"gap_{k}": gap_k(list(by_task.values()), k),
            "cost_usd": sum(t["cost_usd"] or 0.0 for t in trials),
            "latency_s_mean": sum(t["latency_s"] or 0.0 for t in trials) / len(trials),
            "tokens": sum((t["input_tokens"] or 0) + (t["output_tokens"] or 0) for t in trials)}
     if suite in QUESTION_SUITES:
-        outcomes = [Outcome(answered=not t["abstained"], answerable=bool(t["is_answerable"]),
-                            correct=bool(t["correct"]) and not t["abstained"] and bool(t["is_answerable"]))
-                    for t in trials if t["status"] == "completed"]
-        if outcomes:
-            row.update({f"RS({c})": score for c, score in reliability_scores(outcomes).items()})
-            row.update(F1_ans=answerability_f1(outcomes).f1, F1_exe=execution_f1(outcomes).f1)
+        runs: dict[int, list[Outcome]] = defaultdict(list)
+        for t in trials:
+            runs[t["trial"]].append(Outcome.of_trial(t["status"], t["abstained"], t["is_answerable"], t["correct"]))
+        for c, scores in reliability_scores_over_runs(runs).items():
+            row.update({f"RS({c})": scores.mean, f"RS({c}) min": scores.minimum, f"RS({c}) max": scores.maximum})
+        outcomes = [outcome for run in runs.values() for outcome in run]
+        row.update(F1_ans=answerability_f1(outcomes).f1, F1_exe=execution_f1(outcomes).f1)
     if suite == "fhir":
         retrieval = mean_retrieval_score(_retrieval(t) for t in trials)
         row.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall)

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ehrbench.errors import ConfigError, MissingInputError, ResultPartError
+from ehrbench.tasksets.model import taskset_of
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,16 @@ TRIAL_SCHEMA = pa.schema([
     ("transcript", pa.string()),  # JSON
     ("sandbox", pa.string()),  # how the agent's SQL and Python were isolated: bubblewrap, "unsafe: <why>", or null
     # (a baseline that runs no agent code)
+    ("taskset", pa.string()),  # the imported task set of the task (its id is `<taskset>/<published id>`); null: a
+    # generated suite's task. Derived from task_id when a row is written, so spilled rows have it too
+    ("value_search", pa.string()),  # how value_similarity_search ranked: lexical | embedding, "+synonyms" with the
+    # synonym table; null when the trial offered no such tool (AgentAnswer.value_search)
+    ("web_search", pa.string()),  # the web_search provider offered, or disabled (AgentAnswer.web_search)
+    ("protocol", pa.string()),  # the published rules the trial was scored by: ehrsql2024 | ehrsql2022 | ehrchatqa |
+    # fhir_agentbench (ehrbench.scoring.protocol_of); null for dq
 ])
+# A task set's task ids hold its name (ehrbench.tasksets.model.task_id), so one key serves generated suites and task
+# sets alike: unique when a run mixes them, and the resume of a run skips a task set's completed trials as any other
 TRIAL_KEY = ("agent", "suite", "task_id", "trial")
 REQUIRED_COLUMNS = (*TRIAL_KEY, "status")  # a part without them cannot say which trial ran or how it ended
 # what a resume reads of each part: which trials completed, on which build, and which row of a trial is the latest
@@ -336,8 +346,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _table(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist([{name: row.get(name) for name in TRIAL_SCHEMA.names} for row in rows],
-                                schema=TRIAL_SCHEMA)
+    return pa.Table.from_pylist([{name: row.get(name) for name in TRIAL_SCHEMA.names}
+                                 | {"taskset": row.get("taskset") or taskset_of(str(row.get("task_id") or ""))}
+                                 for row in rows], schema=TRIAL_SCHEMA)
 
 
 def _key_name(row: dict) -> str:

@@ -11,10 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ehrbench.dq.score import score_task
-from ehrbench.ehrsql.scoring import answers_match, format_answer
 from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.llm.chat import ChatError
-from ehrbench.metrics.retrieval import retrieval_score
+from ehrbench.scoring import protocol_of, score_trial
 from ehrbench.tasks import Agent, AgentAnswer, EvalTask
 
 
@@ -40,6 +39,7 @@ def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts
                    tool_calls=answer.tool_calls, tool_errors=answer.tool_errors, stop_reason=answer.stop_reason,
                    user_turns=answer.user_turns, input_tokens=answer.input_tokens,
                    output_tokens=answer.output_tokens, cost_usd=answer.cost_usd,
+                   value_search=answer.value_search, web_search=answer.web_search,
                    transcript=json.dumps(answer.transcript, default=str))
     except ChatError as exc:
         if raise_transient and exc.transient:
@@ -56,7 +56,8 @@ def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, sandbo
     view = task.view
     return {"build_id": build_id, "suite": view.suite, "db": view.db, "task_id": view.task_id, "trial": trial,
             "agent": agent_name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
-            "started_at": datetime.now(UTC), "sandbox": sandbox}
+            "started_at": datetime.now(UTC), "sandbox": sandbox,
+            "protocol": protocol_of(task) if view.suite != "dq" else None}
 
 
 def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, error: BaseException) -> dict:
@@ -68,32 +69,15 @@ def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str,
 
 
 def _scored(task: EvalTask, answer: AgentAnswer, submission: Path, judge: AnswerJudge) -> dict:
-    gold = task.gold
+    """The scored fields of a trial: dq by its audit scorer, every other suite by its task's published protocol
+    (ehrbench.scoring: the gold's protocol, else the suite's)."""
     if task.view.suite == "dq":
         submission.parent.mkdir(parents=True, exist_ok=True)
         submission.write_text("table,_row_id\n" + "".join(f"{t},{r}\n" for t, r in answer.flagged_rows or []))
-        score = score_task(gold.dq_task_dir, submission)
+        score = score_task(task.gold.dq_task_dir, submission)
         return {"reward": float(score.passed), "correct": score.passed, "dq_recall": score.recall,
                 "dq_precision": score.precision, "flagged_rows_path": str(submission)}
-    text = answer.answer_text if answer.answer_text is not None else (
-        format_answer(answer.answer_rows) if answer.answer_rows is not None else None)
-    scored: dict = {"answer": text}
-    if answer.abstained:
-        correct = not gold.is_answerable
-    elif not gold.is_answerable or text is None:
-        correct = False
-    elif answer.free_text:  # a model's own words (FHIR): the normalised match, or the LLM judge when configured
-        judgement = judge.judge(task.view.instruction, gold.answer_text, text)
-        correct = judgement.correct
-        scored["answer_judge"] = judgement.method
-    else:
-        correct = answers_match(text, gold.answer_text)
-    scored.update(reward=float(correct), correct=correct)
-    if task.view.suite == "fhir":
-        retrieval = retrieval_score(answer.fhir_ids, gold.fhir_ids)
-        scored.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall,
-                      retrieved_fhir_ids=sorted({str(i) for i in answer.fhir_ids}))
-    return scored
+    return score_trial(task, answer, judge=judge)
 
 
 def _folder_name(agent_name: str) -> str:

@@ -1,7 +1,9 @@
 """Metrics over k repeated trials per task (docs/benchmarks.md#repeated-trials): success rate, Pass@k, Pass^k and Gap-k.
 
-A trial's reward lies in [0, 1] and may be fractional; the success rate is the mean reward, while Pass@k and
-Pass^k count a trial as a success only when its reward is exactly 1. Per task, with n trials and s successes,
+A trial's reward lies in [0, 1] and may be fractional. The success rate SR is the mean over tasks of each task's mean
+reward (EHR-ChatQA's SR-k; with equal trial counts it is the mean over all trials). Pass@k and Pass^k count a trial
+as a success when its reward is at least 1 − 1e-6 (tau-bench's `is_successful`, which EHR-ChatQA's `reward == 1`
+agrees with on its 0/1 rewards). Per task, with n trials and s successes,
 Pass@k = 1 − C(n−s, k)/C(n, k) (some of k trials drawn without replacement succeeds) and
 Pass^k = C(s, k)/C(n, k) (all k succeed). Binomials and means are exact fractions until the final float.
 """
@@ -13,6 +15,7 @@ from fractions import Fraction
 from math import comb
 
 PerTask = Callable[[int, int, int], Fraction]  # (n, s, k) -> the task's exact value
+SUCCESS_TOLERANCE = 1e-6  # a reward within this of 1 is a success (tau-bench)
 
 
 def _check(n: int, s: int, k: int) -> None:
@@ -50,17 +53,31 @@ def _rewards(rewards: Iterable[float]) -> list[float]:
     return rewards
 
 
+def is_success(reward: float) -> bool:
+    """A trial succeeds when its reward is at least 1 − 1e-6."""
+    return reward >= 1 - SUCCESS_TOLERANCE
+
+
 def successes(rewards: Iterable[float]) -> int:
-    """Trials with reward exactly 1."""
-    return sum(r == 1 for r in _rewards(rewards))
+    """Trials that succeed (`is_success`)."""
+    return sum(is_success(r) for r in _rewards(rewards))
 
 
 def success_rate(rewards: Iterable[float]) -> float:
-    """SR: the mean reward over all trials (equal to the mean of per-task means when tasks have equal n)."""
+    """The mean reward over the trials given (one task's, or all trials when every task has as many)."""
     rewards = _rewards(rewards)
     if not rewards:
         raise ValueError("success rate of no trials: nothing to average")
     return sum(rewards) / len(rewards)
+
+
+def success_rate_over_tasks(tasks: Sequence[Sequence[float]]) -> float:
+    """SR: the mean over tasks of each task's mean reward; each task is the list of its trials' rewards (a task
+    without trials is left out). A task run 4 times weighs as much as one run twice."""
+    means = [success_rate(rewards) for rewards in tasks if len(rewards)]
+    if not means:
+        raise ValueError("success rate of no tasks: nothing to average")
+    return sum(means) / len(means)
 
 
 def _mean_over_tasks(tasks: Sequence[Sequence[float]], k: int, per_task: PerTask) -> Fraction:

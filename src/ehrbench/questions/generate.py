@@ -30,6 +30,12 @@ from ehrbench.questions.templates import Template
 from ehrbench.seeding import keyed_rng
 
 
+def current_time_sentence(current_time: str) -> str:
+    """What an agent is told of 'now': the relative time expressions of a question are read against it (EHRSQL-2024
+    fixes it at 2100-12-31 23:59:00 and tells participants so; EHR-ChatQA states it in the agent's rules)."""
+    return f"Assume the current time is {current_time}."
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     per_template: int = 5  # questions per (template, database)
@@ -73,7 +79,7 @@ class GeneratedQuestion:
     paraphrase_source: str = "template"  # template | offline:<n> | llm:<model>
     paraphrase_keeps_slots: bool = True  # every slot text of slot_texts occurs in `question`
     fhir_ids: list[str] | None = None  # FHIR suite: the resources the answer needs
-    context: str | None = None  # FHIR suite: the current-time sentence
+    context: str | None = None  # what the agent is told besides the question: the current-time sentence
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -204,7 +210,8 @@ def _execute(instance: Instance, question_id: str, con, sqlite, now: datetime,
         template_question=instance.question, slot_values=json.dumps(instance.values, default=json_value),
         slot_texts=json.dumps(instance.slot_texts),
         time_kinds=json.dumps({slot: t.kind for slot, t in instance.times.items()}),
-        current_time=f"{now:%Y-%m-%d %H:%M:%S}", gold_sql_duckdb=instance.sql or None, gold_sql_sqlite=None,
+        current_time=f"{now:%Y-%m-%d %H:%M:%S}", context=current_time_sentence(f"{now:%Y-%m-%d %H:%M:%S}"),
+        gold_sql_duckdb=instance.sql or None, gold_sql_sqlite=None,
         answer=None,
         answer_text=None, answer_rows=None, empty_answer=False, empty_by_design=False, max_rows=template.max_rows,
         execution_s=None, execution_error=None, sqlite_answer_text=None, sqlite_error=None)

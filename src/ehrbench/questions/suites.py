@@ -26,14 +26,10 @@ import pyarrow.parquet as pq
 
 from ehrbench.fhir.ground_truth import Grounding
 from ehrbench.layout import BuildLayout
-from ehrbench.questions.generate import QUESTION_SCHEMA, GeneratedQuestion
+from ehrbench.questions.generate import QUESTION_SCHEMA, GeneratedQuestion, current_time_sentence
 
 FHIR_DATABASE = "mimic_iv"
 EHRSQL2024_VERSION = "ehrbench_v1"
-
-
-def current_time_sentence(current_time: str) -> str:
-    return f"Assume the current time is {current_time}."
 
 
 def fhir_questions(questions: Iterable[GeneratedQuestion], groundings: Iterable[Grounding]) -> list[GeneratedQuestion]:

@@ -2,21 +2,21 @@
 task facets (table `task_facets`, see `ehrbench.reports.catalog`). `leaderboard` builds the per-task statistics
 (`task_stats`) the other queries read; alone, call `compute_task_stats` first.
 
-Every leaderboard metric is a ratio of sums over per-task statistics (`task_stats`), so the same SQL expression
-gives the point estimate (over all tasks) and each bootstrap replicate (over tasks drawn with replacement): the
-confidence intervals resample tasks, not trials, because the trials of one task are not independent. Definitions
-are docs/benchmarks.md#metrics's (and `ehrbench.metrics`', which the tests hold these queries to): trials whose
-simulated user
-erred (status invalid) are not scored; a trial that ended in an error is a failure (reward 0); RS(c) and F1 count
-completed trials only; Pass@k / Pass^k use the fewest trials any task of the (agent, suite) has as k; retrieval
-precision is undefined over tasks where the agent retrieved nothing (`ehrbench.metrics.retrieval`), so a bootstrap
-replicate drawing only such tasks has none either.
+Every leaderboard metric is one SQL aggregate over per-task statistics, so the same expression gives the point
+estimate (over all tasks) and each bootstrap replicate (over tasks drawn with replacement): the intervals resample
+tasks, not trials, because the trials of one task are not independent. Definitions are docs/benchmarks.md#metrics's
+and `ehrbench.metrics`' (the tests hold these queries to them): invalid trials are not scored; an error is a failure
+(reward 0) and, in RS(c) and F1, a wrong answer; a success is a reward ≥ 1 − 1e-6; SR is the mean over tasks of each
+task's mean reward; RS(c) is computed per run (run r = every task's trial r, N = that run's items) and averaged over
+the runs; Pass@k / Pass^k take as k the fewest trials any task of the (agent, suite) has; retrieval precision is
+undefined over tasks where nothing was retrieved (`ehrbench.metrics.retrieval`), in a bootstrap replicate too.
 """
 
 from __future__ import annotations
 
 import duckdb
 
+from ehrbench.metrics.trials import SUCCESS_TOLERANCE
 from ehrbench.reports.model import (
     Bootstrap,
     BreakdownRow,
@@ -36,15 +36,18 @@ LATENCY = Metric("latency_per_trial", "Latency / trial", "seconds", False, "mean
 _PASS = [Metric("pass_at_k", "Pass@k", _SHARE, True, "chance that one of k trials succeeds (k: column k)"),
          Metric("pass_hat_k", "Pass^k", _SHARE, True, "chance that all k trials succeed (k: column k)")]
 _RS = [Metric(f"rs_{c}", f"RS({c.upper()})", "score", True,
-              f"reliability score: +1 right answer or abstention, 0 abstained on answerable, −{c.upper()} wrong")
+              f"reliability score, mean over the k runs: +1 right answer or abstention, 0 abstained on answerable, "
+              f"−{c.upper()} wrong{' (N = the items of a run)' if c == 'n' else ''}; ×100 as EHRSQL-2024 reports it")
        for c in ("0", "5", "10", "n")]
+_RS_SPREAD = [Metric("rs_10_min", "RS(10) worst run", "score", True, "RS(10) of the run that scored lowest"),
+              Metric("rs_10_max", "RS(10) best run", "score", True, "RS(10) of the run that scored highest")]
 
 SUITE_METRICS: dict[str, list[Metric]] = {
     "ehrsql": [Metric("success_rate", "SR", _SHARE, True, "mean reward: correct answers and correct abstentions"),
                Metric("f1_ans", "F1_ans", "score", True, "F1 of the decision to answer (answerable = positive)"),
                Metric("f1_exe", "F1_exe", "score", True, "F1 counting only correctly executed answers"),
-               *_RS, *_PASS, COST, LATENCY],
-    "chatqa": [Metric("success_rate", "SR", _SHARE, True, "mean reward over trials"), *_PASS,
+               *_RS, *_RS_SPREAD, *_PASS, COST, LATENCY],
+    "chatqa": [Metric("success_rate", "SR", _SHARE, True, "mean over tasks of the task's mean reward"), *_PASS,
                Metric("gap_k", "Gap-k", _SHARE, False, "Pass@k − Pass^k: success that depends on luck"),
                Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
                COST, LATENCY],
@@ -60,14 +63,20 @@ SUITE_METRICS: dict[str, list[Metric]] = {
 HEADLINE = {"ehrsql": "rs_10", "chatqa": "success_rate", "fhir": "success_rate", "dq": "success_rate"}
 
 
-def _rs(c: str) -> str:
-    penalty = "sum(items)" if c == "n" else c
-    return f"(sum(plus) - {penalty} * sum(wrong)) / nullif(sum(items), 0)"
+def _rs_runs(c: str, runs: int) -> str:
+    """RS(c) of each run with a scored item, as a list: (plus − c·wrong) / items over the tasks' run columns (c = the
+    run's items for N). Plain sums, which DuckDB shares between the RS columns."""
+    values = []
+    for r in range(runs):
+        plus, wrong, items = (f"sum({name}_{r})" for name in ("plus", "wrong", "items"))
+        penalty = items if c == "n" else c
+        values.append(f"case when {items} > 0 then ({plus} - {penalty} * {wrong})::double / {items} end")
+    return f"list_filter([{', '.join(values)}]::double[], lambda v: v is not null)"
 
 
 def _f1(true_positives: str) -> str:
     # 2PR/(P+R) = 2·tp/(answered + answerable) when tp > 0; EHRSQL's evaluate.py gives 0 when P + R = 0
-    return (f"case when sum(items) = 0 then null when sum({true_positives}) = 0 then 0.0 "
+    return (f"case when sum(n) = 0 then null when sum({true_positives}) = 0 then 0.0 "
             f"else 2.0 * sum({true_positives}) / (sum(answered) + sum(answerable)) end")
 
 
@@ -77,11 +86,10 @@ def _mean(column: str) -> str:
 
 # Metric.key -> SQL aggregate over rows of task_stats (one row per task of one agent and suite)
 METRIC_SQL: dict[str, str] = {
-    "success_rate": "sum(reward_sum) / nullif(sum(n), 0)",
+    "success_rate": "avg(reward_sum / n) filter (where n > 0)",
     "pass_at_k": "avg(pass_at_k)",
     "pass_hat_k": "avg(pass_hat_k)",
     "gap_k": "avg(pass_at_k - pass_hat_k)",
-    **{f"rs_{c}": _rs(c) for c in ("0", "5", "10", "n")},
     "f1_ans": _f1("answered_answerable"),
     "f1_exe": _f1("answered_correct"),
     # an agent that never retrieves would otherwise get the both-empty questions' precision of 1
@@ -93,8 +101,12 @@ METRIC_SQL: dict[str, str] = {
     "latency_per_trial": _mean("latency_s"),
     "tokens_per_trial": "sum(tokens_sum) / nullif(sum(n), 0)",
 }
+# RS(c) per run, over the runs: key -> (c, how the runs' values are summarised); their SQL depends on the number of
+# runs (`_metric_sql`)
+RUN_METRICS = {**{f"rs_{c}": (c, "list_avg") for c in ("0", "5", "10", "n")},
+               "rs_10_min": ("10", "list_min"), "rs_10_max": ("10", "list_max")}
 K_METRICS = {"pass_at_k", "pass_hat_k", "gap_k"}  # depend on k, the trials per task of the run
-QUESTION_ONLY = {f"rs_{c}" for c in ("0", "5", "10", "n")} | {"f1_ans", "f1_exe"}
+QUESTION_ONLY = set(RUN_METRICS) | {"f1_ans", "f1_exe"}
 
 
 def _scored_mean(column: str) -> str:
@@ -102,29 +114,37 @@ def _scored_mean(column: str) -> str:
             f"count({column}) filter (where status <> 'invalid') as {column}_n")
 
 
-TASK_STATS_SQL = f"""
+def task_stats_sql(runs: int) -> str:
+    """The statement that builds `task_stats`, with `runs` per-run column triples (plus_r, wrong_r, items_r: the
+    task's outcome in run r, the trial index)."""
+    per_run = "".join(
+        f"count(*) filter (where trial = {r} and plus_) as plus_{r}, "
+        f"count(*) filter (where trial = {r} and wrong_) as wrong_{r}, "
+        f"count(*) filter (where trial = {r} and status <> 'invalid') as items_{r},\n           "
+        for r in range(runs))
+    return f"""
 create or replace temp table task_stats as
-with per_task as (
+with outcomes as (
+    -- question suites: a trial's outcome (ehrbench.metrics.Outcome.of_trial); an error is an answer, a wrong one
+    select *, status <> 'invalid' and (right_ or not (answered_ or answerable_)) as plus_,
+           status <> 'invalid' and answered_ and not right_ as wrong_
+    from (select *, (status = 'error' or not coalesce(abstained, false)) as answered_,
+                 coalesce(is_answerable, false) as answerable_,
+                 status = 'completed' and not coalesce(abstained, false) and coalesce(is_answerable, false)
+                     and coalesce(correct, false) as right_ from trials)
+),
+per_task as (
     select agent, suite, task_id, any_value(db) as db,
            count(*) filter (where status <> 'invalid') as n,
-           count(*) filter (where status <> 'invalid' and reward = 1) as s,
+           count(*) filter (where status <> 'invalid' and reward >= 1 - {SUCCESS_TOLERANCE}) as s,
            coalesce(sum(coalesce(reward, 0)) filter (where status <> 'invalid'), 0) as reward_sum,
            count(*) filter (where status = 'error') as errors,
            count(*) filter (where status = 'invalid') as invalid,
-           -- question suites: outcomes of completed trials (ehrbench.metrics.Outcome)
-           count(*) filter (where status = 'completed') as items,
-           count(*) filter (where status = 'completed' and case when coalesce(abstained, false)
-                            then not coalesce(is_answerable, false)
-                            else coalesce(is_answerable, false) and coalesce(correct, false) end) as plus,
-           count(*) filter (where status = 'completed' and not coalesce(abstained, false)
-                            and not (coalesce(is_answerable, false) and coalesce(correct, false))) as wrong,
-           count(*) filter (where status = 'completed' and not coalesce(abstained, false)) as answered,
-           count(*) filter (where status = 'completed' and coalesce(is_answerable, false)) as answerable,
-           count(*) filter (where status = 'completed' and not coalesce(abstained, false)
-                            and coalesce(is_answerable, false)) as answered_answerable,
-           count(*) filter (where status = 'completed' and not coalesce(abstained, false)
-                            and coalesce(is_answerable, false) and coalesce(correct, false)) as answered_correct,
-           {_scored_mean("retrieval_precision")}, {_scored_mean("retrieval_recall")},
+           count(*) filter (where status <> 'invalid' and answered_) as answered,
+           count(*) filter (where status <> 'invalid' and answerable_) as answerable,
+           count(*) filter (where status <> 'invalid' and answered_ and answerable_) as answered_answerable,
+           count(*) filter (where status <> 'invalid' and right_) as answered_correct,
+           {per_run}{_scored_mean("retrieval_precision")}, {_scored_mean("retrieval_recall")},
            -- trials that retrieved a resource; without ids (parts older than the column) those with a precision,
            -- as ehrbench.evaluation.report reads them
            count(*) filter (where status <> 'invalid' and case when retrieved_fhir_ids is null
@@ -133,7 +153,7 @@ with per_task as (
            {_scored_mean("cost_usd")}, {_scored_mean("latency_s")},
            coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))
                     filter (where status <> 'invalid'), 0) as tokens_sum
-    from trials group by agent, suite, task_id
+    from outcomes group by agent, suite, task_id
 ),
 group_k as (select agent, suite, min(n) as k from per_task where n > 0 group by agent, suite)
 select p.*, g.k,
@@ -146,9 +166,11 @@ from per_task p left join group_k g using (agent, suite)
 """
 
 
-def compute_task_stats(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)build `task_stats` from the view `trials`."""
-    con.execute(TASK_STATS_SQL)
+def compute_task_stats(con: duckdb.DuckDBPyConnection) -> int:
+    """(Re)build `task_stats` from the view `trials`, with a column triple per run (trial index); the runs."""
+    (runs,) = con.execute("select coalesce(max(trial) + 1, 0) from trials").fetchone()
+    con.execute(task_stats_sql(int(runs)))
+    return int(runs)
 
 
 def suite_metrics(suite: str) -> list[Metric]:
@@ -160,14 +182,21 @@ def _metric_keys(suite: str) -> list[str]:
     return [m.key for m in suite_metrics(suite)]
 
 
-def _select_metrics(keys: list[str], suite: str) -> str:
-    return ", ".join(f"{METRIC_SQL[key] if suite in QUESTION_SUITES or key not in QUESTION_ONLY else 'null'} "
+def _metric_sql(key: str, runs: int) -> str:
+    if key in RUN_METRICS:
+        c, summary = RUN_METRICS[key]
+        return f"{summary}({_rs_runs(c, runs)})"
+    return METRIC_SQL[key]
+
+
+def _select_metrics(keys: list[str], suite: str, runs: int) -> str:
+    return ", ".join(f"{_metric_sql(key, runs) if suite in QUESTION_SUITES or key not in QUESTION_ONLY else 'null'} "
                      f"as \"{key}\"" for key in keys)
 
 
 def leaderboard(con: duckdb.DuckDBPyConnection, bootstrap: Bootstrap) -> dict[str, list[LeaderboardRow]]:
     """Per suite, one row per agent: every metric of the suite with its bootstrap interval, best headline first."""
-    compute_task_stats(con)
+    runs = compute_task_stats(con)
     board: dict[str, list[LeaderboardRow]] = {}
     suites = [s for (s,) in con.execute("select distinct suite from task_stats order by suite").fetchall()]
     for suite in suites:
@@ -175,9 +204,10 @@ def leaderboard(con: duckdb.DuckDBPyConnection, bootstrap: Bootstrap) -> dict[st
         point = _rows(con, f"""
             select agent, count(*) filter (where n > 0) as tasks, sum(n) as trials, coalesce(min(k), 0) as k,
                    sum(errors) as errors, sum(invalid) as invalid,
-                   count(*) filter (where n > 0 and reward_sum < n) as failing_tasks, {_select_metrics(keys, suite)}
+                   count(*) filter (where n > 0 and reward_sum < n) as failing_tasks,
+                   {_select_metrics(keys, suite, runs)}
             from task_stats where suite = ? group by agent order by agent""", [suite])
-        intervals = _bootstrap(con, suite, keys, bootstrap)
+        intervals = _bootstrap(con, suite, keys, runs, bootstrap)
         rows = [LeaderboardRow(agent=r["agent"], suite=suite, tasks=int(r["tasks"]), trials=int(r["trials"] or 0),
                                k=int(r["k"]), errors=int(r["errors"] or 0), invalid=int(r["invalid"] or 0),
                                failing_tasks=int(r["failing_tasks"]),
@@ -191,7 +221,7 @@ def leaderboard(con: duckdb.DuckDBPyConnection, bootstrap: Bootstrap) -> dict[st
     return board
 
 
-def _bootstrap(con: duckdb.DuckDBPyConnection, suite: str, keys: list[str],
+def _bootstrap(con: duckdb.DuckDBPyConnection, suite: str, keys: list[str], runs: int,
                bootstrap: Bootstrap) -> dict[tuple[str, str], tuple[float | None, float | None]]:
     """(agent, metric) -> percentile interval over `replicates` resamples of the suite's tasks. Draws are
     hash(seed, agent, suite, replicate, draw) mod the number of tasks: the same seed gives the same intervals."""
@@ -211,7 +241,7 @@ def _bootstrap(con: duckdb.DuckDBPyConnection, suite: str, keys: list[str],
         picked as (
             select d.rep, s.* from draws d join stats s
               on s.agent = d.agent and s.i = hash(?::bigint, d.agent, ?, d.rep, d.j) % d.m),
-        replicates as (select agent, rep, {_select_metrics(keys, suite)} from picked group by agent, rep)
+        replicates as (select agent, rep, {_select_metrics(keys, suite, runs)} from picked group by agent, rep)
         select agent, {quantiles} from replicates group by agent""",
                  [suite, bootstrap.replicates, bootstrap.seed, suite])
     return {(r["agent"], key): (_float(r[f"{key}_low"]), _float(r[f"{key}_high"])) for r in rows for key in keys}

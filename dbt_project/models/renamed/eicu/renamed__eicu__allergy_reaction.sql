@@ -5,5 +5,5 @@ select
     drugname as drug_name,
     allergyname as allergy_name,
     allergytime as allergy_time
-from {{ ref('ehrsql_eicu__eicu__allergy') }}
+from {{ ref('int_renamed__eicu__allergy') }}
 order by allergy_id

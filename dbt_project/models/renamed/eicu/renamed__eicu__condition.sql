@@ -5,5 +5,5 @@ select
     diagnosisname as condition_name,
     diagnosistime as condition_time,
     icd9code as icd9_code
-from {{ ref('ehrsql_eicu__eicu__diagnosis') }}
+from {{ ref('int_renamed__eicu__diagnosis') }}
 order by condition_id

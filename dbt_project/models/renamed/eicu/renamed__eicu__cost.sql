@@ -1,6 +1,6 @@
 {{ config(alias='cost') }}
--- event_type names this profile's tables (condition, lab, treatment, prescription); unit_id comes
--- from the intermediate cost model (EHRSQL's eICU cost lacks the unit stay).
+-- event_type names this profile's tables (condition, lab, treatment, prescription); EHR-ChatQA's cost carries the
+-- unit stay (unit_id), which EHRSQL's eICU cost lacks.
 select
     costid as cost_id,
     patienthealthsystemstayid as hosp_id,
@@ -9,5 +9,5 @@ select
     eventid as event_id,
     chargetime as cost_time,
     cost as cost_amount
-from {{ ref('int_ehrsql_eicu__eicu__cost') }}
+from {{ ref('int_renamed__eicu__cost') }}
 order by cost_id

@@ -6,5 +6,5 @@ select
     celllabel as fluid_label,
     cellvaluenumeric as fluid_value_numeric,
     intakeoutputtime as fluid_balance_time
-from {{ ref('ehrsql_eicu__eicu__intakeoutput') }}
+from {{ ref('int_renamed__eicu__intakeoutput') }}
 order by fluid_balance_id

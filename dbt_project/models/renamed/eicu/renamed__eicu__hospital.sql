@@ -4,5 +4,5 @@ select
     numbedscategory as bed_capacity_category,
     teachingstatus as teaching_status,
     region
-from {{ ref('ehrsql_eicu__eicu__hospital') }}
+from {{ ref('int_renamed__eicu__hospital') }}
 order by hospital_id

@@ -17,5 +17,5 @@ select
     unitdischargetime as unit_discharge_time,
     hospitaldischargetime as hospital_discharge_time,
     hospitaldischargestatus as hospital_discharge_status
-from {{ ref('ehrsql_eicu__eicu__patient') }}
+from {{ ref('int_renamed__eicu__patient') }}
 order by patient_id

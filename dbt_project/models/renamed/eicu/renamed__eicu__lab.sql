@@ -5,5 +5,5 @@ select
     labname as lab_name,
     labresult as lab_result,
     labresulttime as lab_result_time
-from {{ ref('ehrsql_eicu__eicu__lab') }}
+from {{ ref('int_renamed__eicu__lab') }}
 order by lab_id

@@ -5,5 +5,5 @@ select
     culturesite as culture_site,
     organism,
     culturetakentime as culture_taken_time
-from {{ ref('ehrsql_eicu__eicu__microlab') }}
+from {{ ref('int_renamed__eicu__microlab') }}
 order by microbiology_id

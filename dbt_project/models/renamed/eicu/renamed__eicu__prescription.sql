@@ -7,5 +7,5 @@ select
     routeadmin as administration_route,
     drugstarttime as medication_start_time,
     drugstoptime as medication_stop_time
-from {{ ref('ehrsql_eicu__eicu__medication') }}
+from {{ ref('int_renamed__eicu__medication') }}
 order by prescription_id

@@ -4,5 +4,5 @@ select
     patientunitstayid as unit_id,
     treatmentname as treatment_name,
     treatmenttime as treatment_time
-from {{ ref('ehrsql_eicu__eicu__treatment') }}
+from {{ ref('int_renamed__eicu__treatment') }}
 order by treatment_id

@@ -10,5 +10,5 @@ select
     systemicdiastolic as diastolic_bp,
     systemicmean as mean_bp,
     observationtime as vital_time
-from {{ ref('ehrsql_eicu__eicu__vitalperiodic') }}
+from {{ ref('int_renamed__eicu__vitalperiodic') }}
 order by vital_sign_id

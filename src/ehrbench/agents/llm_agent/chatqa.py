@@ -2,8 +2,11 @@
 (ehrbench.agents.simulated_user) who reveals what they want one constraint at a time and ends the conversation. The
 agent records its answer with `submit_answer(sql)` (it may revise it) and tells the user.
 
-A post-hoc validator checks the user's side; a conversation the user got wrong is re-run (at most `user_reruns`
-times) and, if it never comes out clean, the trial is marked invalid — not scored.
+A post-hoc validator checks the user's side, reading the instruction, the conversation and the task's gold SQL (as
+EHR-ChatQA's does; the harness hands the gold SQL to the agent object for the validator alone). A conversation the
+user got wrong is run again, at most `user_reruns` times (EHR-ChatQA: 10 runs in all), and each re-run's simulated
+user is given the validator's explanations of the earlier runs' mistakes; if no run comes out clean, the trial is
+marked invalid — not scored.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
     options = agent.config.options
     user_model = agent.chat_model(options.user_model)
     validator = agent.chat_model(options.validator_model or options.user_model)
+    gold_sql = agent.validator_gold_sql(view)
     attempts: list[dict] = []
+    mistakes: list[str] = []  # the validator's explanations so far, carried into each re-run
     usage = Usage()
     for _attempt in range(options.user_reruns + 1):
         with agent.database_tools(view.database) as tools:
-            user = SimulatedUser(user_model, view.instruction, max_turns=options.max_user_turns)
+            user = SimulatedUser(user_model, view.instruction, max_turns=options.max_user_turns,
+                                 previous_mistakes=mistakes)
             opening = user.start()
             messages = [{"role": "system", "content": prompt("chatqa_system", engine=ENGINES[tools.engine],
                                                              rules=sql_rules(tools, view))},
@@ -39,15 +45,19 @@ def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
             outcome = agent.loop(messages, tools, submit.finishers(),
                                  on_text=(lambda _text: None) if opening.stopped else to_user)
             answer = submit.answer(outcome, messages)
-        validation = validate_conversation(validator, view.instruction, user.transcript)
+        validation = validate_conversation(validator, view.instruction, user.transcript, gold_sql,
+                                           agent_out_of_actions=outcome.stop_reason == "max_actions")
         usage += user.usage + validation.usage
         attempts.append({"conversation": user.transcript, "valid": validation.valid,
-                         "validator": validation.reason})
+                         "validator": validation.reason, "broken_rule": validation.broken_rule,
+                         "evidence": validation.evidence, "previous_mistakes": list(user.previous_mistakes)})
         if validation.valid:
             break
+        if validation.reason:
+            mistakes.append(validation.reason)
     answer.user_turns = user.turns
     answer.user_error = not validation.valid
     answer.transcript = [*answer.transcript,
-                         {"role": "harness", "user_attempts": attempts,
+                         {"role": "harness", "user_attempts": attempts, "validator_had_gold_sql": gold_sql is not None,
                           "user_tokens": [usage.input_tokens, usage.output_tokens]}]
     return answer

@@ -6,7 +6,7 @@ and the suite registry `LlmAgent.run` dispatches through.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -16,6 +16,7 @@ from ehrbench.agents.react import Finisher, LoopOutcome, TextHandler, react_loop
 from ehrbench.agents.tools.base import Toolbox
 from ehrbench.agents.tools.database import DatabaseTools
 from ehrbench.agents.tools.similarity import ValueSimilarity
+from ehrbench.agents.tools.web_search import DISABLED, WebSearchProvider, provider_for
 from ehrbench.llm.chat import embedding_model
 from ehrbench.llm.prices import cost_usd
 from ehrbench.llm.tool_chat import ToolChatModel, ToolSpec, Usage
@@ -42,13 +43,17 @@ def register_suite(suite: str, runner: SuiteRunner) -> None:
 class LlmAgent:
     """An agent backed by a tool-calling model; `api_key` is resolved by the caller (environment or secret)."""
 
-    def __init__(self, config: AgentConfig, api_key: str | None = None, *, sandbox: str = "bubblewrap") -> None:
+    def __init__(self, config: AgentConfig, api_key: str | None = None, *, sandbox: str = "bubblewrap",
+                 validator_gold: Mapping[tuple[str, str], str | None] | None = None) -> None:
         if config.kind != "llm":
             raise ValueError(f"agent {config.name!r} is not an llm agent")
         self.config = config
         self.name = config.name
         self.sandbox = sandbox  # how its SQL and Python are isolated; recorded in each result row
         self._api_key = api_key
+        # (suite, task id) -> the gold SQL of a chatqa task, which the harness hands over for the simulated-user
+        # validator alone (EHR-ChatQA's validator reads it); never sent to the agent's model or the simulated user
+        self._validator_gold = dict(validator_gold or {})
 
     def __repr__(self) -> str:  # never the key
         return f"LlmAgent({self.config.name!r}, model={self.config.model!r})"
@@ -56,6 +61,9 @@ class LlmAgent:
     def run(self, view: TaskView) -> AgentAnswer:
         answer = _SUITES[view.suite](self, view)
         answer.model = self.config.model
+        if self._offers_database_search(view):
+            answer.value_search = self.value_similarity().mode
+            answer.web_search = provider.name if (provider := self.web_search()) is not None else DISABLED
         answer.cost_usd = cost_usd(self._model_name(), Usage(answer.input_tokens, answer.output_tokens))
         return answer
 
@@ -65,6 +73,24 @@ class LlmAgent:
         own = spec in (None, self.config.model)
         key = self._api_key or (os.environ.get(options.api_key_env) if options.api_key_env else None)
         return _tool_model(spec or self.config.model, key if own else None, options.timeout_s, options.max_retries)
+
+    def validator_gold_sql(self, view: TaskView) -> str | None:
+        """The gold SQL the simulated-user validator reads for this task (None when the harness gave none)."""
+        return self._validator_gold.get((view.suite, view.task_id))
+
+    def value_similarity(self) -> ValueSimilarity:
+        """How value_similarity_search ranks for this agent (shared by its trials in this process)."""
+        options = self.config.options
+        return _value_similarity(options.value_search_synonyms, options.embedding_model, options.timeout_s,
+                                 options.max_retries)
+
+    def web_search(self) -> WebSearchProvider | None:
+        """The web_search provider of this agent, None when the tool is disabled (the default)."""
+        return _web_search(self.config.options.web_search, self.config.options.timeout_s)
+
+    def _offers_database_search(self, view: TaskView) -> bool:
+        """Whether the suite's loop offers all the EHR-ChatQA tools (value_similarity_search, web_search)."""
+        return view.suite == "chatqa" or (view.suite == "ehrsql" and self.config.options.ehrsql_mode == "tools")
 
     def _model_name(self) -> str:
         return self.config.model.split(":", 1)[1].split("@", 1)[0]
@@ -80,13 +106,12 @@ class LlmAgent:
                           temperature=options.temperature, max_tokens=options.max_tokens, on_text=on_text)
 
     def database_tools(self, database: Path, tools: tuple[str, ...] | None = None) -> DatabaseTools:
-        """EHR-ChatQA's database tools over `database` (all of them, or the `tools` named), in the agent's sandbox."""
+        """EHR-ChatQA's database tools over `database`, in the agent's sandbox: all of them (web_search too when a
+        provider is configured), or only the `tools` named."""
         options = self.config.options
-        similarity = _value_similarity(options.value_search_synonyms, options.embedding_model, options.timeout_s,
-                                       options.max_retries)
-        kwargs = {"tools": tools} if tools else {}
-        return DatabaseTools(database, max_rows=ANSWER_ROWS, timeout_s=options.sql_timeout_s, similarity=similarity,
-                             isolation=self.sandbox, **kwargs)
+        kwargs = {"tools": tools} if tools else {"web_search": self.web_search()}
+        return DatabaseTools(database, max_rows=ANSWER_ROWS, timeout_s=options.sql_timeout_s,
+                             similarity=self.value_similarity(), isolation=self.sandbox, **kwargs)
 
 
 def prompt(name: str, **fields: str) -> str:
@@ -124,6 +149,11 @@ def _template(name: str) -> str:
 def _tool_model(spec: str, api_key: str | None, timeout_s: float, max_retries: int) -> ToolChatModel:
     """One client per model per process (clients hold connection pools; trials share them)."""
     return tool_chat_model(spec, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries)
+
+
+@cache
+def _web_search(spec: str | None, timeout_s: float) -> WebSearchProvider | None:
+    return provider_for(spec, timeout_s)
 
 
 @cache

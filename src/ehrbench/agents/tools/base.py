@@ -7,7 +7,6 @@ model a turn, never the trial.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -93,23 +92,6 @@ def bounded_count(name: str, value: int, maximum: int) -> tuple[int, bool]:
 
 
 # --- text for the model ----------------------------------------------------------------------------------------------
-
-def cell_text(value: Any) -> str:
-    """One value as the model reads it: NULL for None, ISO times, one line."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
-    text = value.hex() if isinstance(value, bytes) else str(value)
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def table_text(columns: list[str], rows: list[tuple]) -> str:
-    """A header line and one line per row, cells separated by " | ": compact and unambiguous enough for a model."""
-    lines = [" | ".join(columns)]
-    lines += [" | ".join(cell_text(value) for value in row) for row in rows]
-    return "\n".join(lines)
-
 
 def truncated(text: str, max_chars: int, how_to_narrow: str) -> str:
     """`text` cut at a line boundary to fit `max_chars`, with a note saying so and how to ask for less."""

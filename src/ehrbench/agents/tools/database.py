@@ -1,5 +1,6 @@
-"""EHR-ChatQA's database tools (names and arguments as in the paper, docs/benchmarks.md#agent-tools) over one
-agent-facing database, DuckDB or SQLite.
+"""EHR-ChatQA's database tools over one agent-facing database, DuckDB or SQLite: table_search, column_search,
+sql_execute, value_substring_search, value_similarity_search and, when a provider is configured, web_search — with
+the published names, arguments, descriptions and result texts (`ehrchatqa`; docs/benchmarks.md#agent-tools).
 
 Every statement, the agent's and the tools' own, runs through one SqlSandbox (read-only, no files, timeouts). The
 tools' own statements embed the model's table and column names only after matching them against the catalog, and
@@ -11,100 +12,75 @@ from __future__ import annotations
 from pathlib import Path
 
 from ehrbench.agents.sandbox import QueryResult, SqlError, SqlSandbox
-from ehrbench.agents.tools.base import (
-    DEFAULT_MAX_CHARS,
-    Tool,
-    ToolError,
-    bounded_count,
-    cell_text,
-    dispatch,
-    table_text,
-    truncated,
+from ehrbench.agents.tools.base import Tool, ToolError, bounded_count, dispatch, truncated
+from ehrbench.agents.tools.catalog import read_catalog, sql_identifier, sql_literal
+from ehrbench.agents.tools.ehrchatqa import (
+    DEFAULT_K,
+    DEFAULT_TIMEOUT_S,
+    SAMPLE_ROWS,
+    SIMILARITY_COLUMNS,
+    SPECS,
+    TOOL_ORDER,
+    TableShape,
+    ddl_text,
+    rows_text,
+    sample_text,
+    similarity_spec,
+    values_text,
 )
 from ehrbench.agents.tools.similarity import ValueSimilarity
+from ehrbench.agents.tools.web_search import DISABLED, WebSearchError, WebSearchProvider, web_search_tool
 from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 
-DEFAULT_K = 100
-SAMPLE_ROWS = 3
+__all__ = ["ALL_TOOLS", "DatabaseTools", "sql_identifier", "sql_literal"]
+
+ALL_TOOLS = TOOL_ORDER
+# The most values one value search returns (the published searches take any k; a bound keeps a reply readable).
+VALUE_SEARCH_MAX_K = 1000
 # The most distinct values value_similarity_search ranks; a column with more is ranked on its first ones (in value
 # order) and the answer says so.
 MAX_CANDIDATES = 500_000
 CANDIDATE_BYTES = 64 * 1024 * 1024  # room for them (the tool's own statement; agents' results stop at 8 MB)
 # execute_rows (the final answer's SQL) returns up to this many rows: answers are scored on all their rows.
 ANSWER_MAX_ROWS = 10_000
+_TEXT_TYPES = ("CHAR", "TEXT", "CLOB", "STRING")
 
-_CATALOGS: dict[tuple[str, int, int], dict[str, list[tuple[str, str]]]] = {}  # (path, mtime, size) -> catalog
-
-_TABLE = {"type": "string", "description": "a table name, as listed by table_search"}
-_COLUMN = {"type": "string", "description": "a column of that table, as listed by column_search"}
-_K = {"type": "integer", "description": "the most values to return (default 100)", "default": DEFAULT_K}
-
-SPECS = {
-    "table_search": ToolSpec(
-        "table_search", "List the names of all tables in the database.",
-        {"type": "object", "properties": {}}),
-    "column_search": ToolSpec(
-        "column_search", "Show a table's columns with their types (as a CREATE TABLE statement) and 3 sample rows.",
-        {"type": "object", "properties": {"table": _TABLE}, "required": ["table"]}),
-    "value_substring_search": ToolSpec(
-        "value_substring_search",
-        "Find up to k distinct values of a column that contain the given text (case-insensitive), shortest first. "
-        "Use it to learn how a value is spelled in the database before filtering on it.",
-        {"type": "object", "properties": {"table": _TABLE, "column": _COLUMN,
-                                          "value": {"type": "string", "description": "the text to look for"},
-                                          "k": _K},
-         "required": ["table", "column", "value"]}),
-    "value_similarity_search": ToolSpec(
-        "value_similarity_search",
-        "Find up to k distinct values of a column most similar to the given text, with scores from 0 to 1 (1 = "
-        "same value or a known synonym: lay terms, abbreviations, brand/generic drug names). Use it when the exact "
-        "wording is unknown or misspelled.",
-        {"type": "object", "properties": {"table": _TABLE, "column": _COLUMN,
-                                          "value": {"type": "string", "description": "the term to match"},
-                                          "k": _K},
-         "required": ["table", "column", "value"]}),
-    "sql_execute": ToolSpec(
-        "sql_execute",
-        "Run one read-only SQL statement on the database and return its first k rows (k at most 100).",
-        {"type": "object", "properties": {"query": {"type": "string", "description": "one SQL statement"},
-                                          "k": {"type": "integer", "description": "the most rows to return "
-                                                "(default 100)", "default": DEFAULT_K}},
-         "required": ["query"]}),
-}
-ALL_TOOLS = tuple(SPECS)
-
-
-def sql_literal(text: str) -> str:
-    """A SQL string literal for any text (standard quoting, the same in DuckDB and SQLite: backslashes are plain)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def sql_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_CATALOGS: dict[tuple[str, int, int], dict[str, TableShape]] = {}  # (path, mtime, size) -> catalog
 
 
 class DatabaseTools:
     """The EHR-ChatQA tools over `database` (a toolbox: `specs`, `call`). Use as a context manager: it opens one
     SqlSandbox (a confined worker process; `isolation` as ehrbench.agents.sandbox.isolation returns, default
-    bubblewrap). `tools` chooses the tools offered (default all five); `max_rows` caps sql_execute's k."""
+    bubblewrap).
 
-    def __init__(self, database: Path, *, max_rows: int = 100, timeout_s: float = 10.0,
+    `tools` chooses the database tools offered (default all five, in the published order); `web_search` adds that
+    tool over the provider given. `max_rows` caps sql_execute's k (published: 100); `timeout_s` caps a statement's
+    seconds (sql_execute's `timeout` may ask for less). `similarity` ranks value_similarity_search's values (default:
+    lexical); `similarity_columns` are the columns it searches (default: the published ones when the database is
+    one of EHR-ChatQA's renamed schemas, else every text column). `max_chars` cuts long results (default: none, as
+    published)."""
+
+    def __init__(self, database: Path, *, max_rows: int = 100, timeout_s: float = float(DEFAULT_TIMEOUT_S),
                  similarity: ValueSimilarity | None = None, tools: tuple[str, ...] = ALL_TOOLS,
-                 max_chars: int = DEFAULT_MAX_CHARS, isolation: str | None = None):
-        if unknown := [name for name in tools if name not in SPECS]:
-            raise ValueError(f"unknown database tool(s) {unknown}; the tools are {list(SPECS)}")
+                 max_chars: int | None = None, isolation: str | None = None,
+                 similarity_columns: dict[str, tuple[str, ...]] | None = None,
+                 web_search: WebSearchProvider | None = None):
+        if unknown := [name for name in tools if name not in TOOL_ORDER]:
+            raise ValueError(f"unknown database tool(s) {unknown}; the tools are {list(TOOL_ORDER)}")
         self.database = Path(database)
         self.max_rows = max_rows
+        self.timeout_s = timeout_s
         self.max_chars = max_chars
-        self._similarity = similarity
+        self.similarity = similarity if similarity is not None else ValueSimilarity()
+        self.web_search = web_search
+        self._offered = tools
+        self._similarity_columns = similarity_columns
         self._sandbox = SqlSandbox(self.database, timeout_s=timeout_s, max_rows=max_rows, isolation=isolation)
-        runners = {"table_search": self.table_search, "column_search": self.column_search,
-                   "value_substring_search": self.value_substring_search,
-                   "value_similarity_search": self.value_similarity_search, "sql_execute": self.sql_execute}
-        self._tools = {name: Tool(SPECS[name], runners[name]) for name in tools}
-        self.specs: list[ToolSpec] = [tool.spec for tool in self._tools.values()]
-        self._columns: dict[str, list[tuple[str, str]]] = {}  # table -> (column, type), in catalog order
+        self._tables: dict[str, TableShape] = {}
         self._candidates: dict[tuple[str, str], tuple[list[str], bool]] = {}  # (table, column) -> values, capped
+        self._tools: dict[str, Tool] = {}
+        self.specs: list[ToolSpec] = []
+        self._offer()  # final once the catalog is read: value_similarity_search's description lists its columns
 
     def __enter__(self) -> DatabaseTools:
         self._sandbox.__enter__()
@@ -113,8 +89,11 @@ class DatabaseTools:
             stat = self.database.stat()
             key = (str(self.database), stat.st_mtime_ns, stat.st_size)
             if key not in _CATALOGS:
-                _CATALOGS[key] = self._read_catalog()
-            self._columns = _CATALOGS[key]
+                _CATALOGS[key] = read_catalog(lambda sql: self._run(sql, None), self.engine)
+            self._tables = _CATALOGS[key]
+            if self._similarity_columns is None:
+                self._similarity_columns = self._searchable_columns()
+            self._offer()
         except BaseException:
             self._sandbox.__exit__(None, None, None)
             raise
@@ -129,15 +108,25 @@ class DatabaseTools:
 
     @property
     def tables(self) -> list[str]:
-        return list(self._columns)
+        return list(self._tables)
 
     @property
     def catalog(self) -> dict[str, list[tuple[str, str]]]:
         """Table → its (column, type) pairs in catalog order, tables by name."""
-        return {table: list(columns) for table, columns in self._columns.items()}
+        return {name: [(column, kind) for column, kind, _ in table.columns] for name, table in self._tables.items()}
+
+    @property
+    def value_search(self) -> str | None:
+        """How value_similarity_search ranks (ValueSimilarity.mode), None when it is not offered."""
+        return self.similarity.mode if "value_similarity_search" in self._tools else None
+
+    @property
+    def web_search_name(self) -> str:
+        """The web search provider offered, or `disabled`."""
+        return self.web_search.name if self.web_search is not None else DISABLED
 
     def call(self, call: ToolCall) -> str:
-        return dispatch(self._tools, call, expected=(SqlError,))
+        return dispatch(self._tools, call, expected=(SqlError, WebSearchError))
 
     def execute_rows(self, sql: str, max_rows: int = ANSWER_MAX_ROWS) -> QueryResult:
         """Run the final answer's SQL in the sandbox (raises SqlError); `truncated` tells if it had more rows."""
@@ -145,145 +134,143 @@ class DatabaseTools:
 
     # --- the tools ---------------------------------------------------------------------------------------------
 
-    def table_search(self) -> str:
-        return f"{len(self._columns)} tables:\n" + "\n".join(self._columns)
+    def table_search(self, tool_input: str = "") -> str:  # `tool_input`: the published argument, unused
+        return ", ".join(self._tables)
 
-    def column_search(self, table: str) -> str:
-        table = self._table(table)
-        ddl = self._ddl(table)
-        sample = self._run(f"SELECT * FROM {sql_identifier(table)} LIMIT {SAMPLE_ROWS}", SAMPLE_ROWS)
-        text = f"{ddl}\n\n{SAMPLE_ROWS} sample rows:\n{table_text(sample.columns, sample.rows)}"
-        return truncated(text, self.max_chars, "sample rows are cut; query the columns you need with sql_execute")
+    def column_search(self, table_names: str) -> str:
+        parts = []
+        for name in table_names.split(","):
+            table = self._find_table(name.strip())
+            if table is None:
+                parts.append(f"Error: table_names {{'{name.strip()}'}} not found in database")
+                continue
+            sample = self._run(f"SELECT * FROM {sql_identifier(table.name)} LIMIT {SAMPLE_ROWS}", SAMPLE_ROWS)
+            parts.append(ddl_text(table) + sample_text(table.name, sample.columns, sample.rows))
+        return self._cut("\n\n\n".join(parts), "sample rows are cut; ask for fewer tables at a time")
+
+    def sql_execute(self, query: str, k: int = DEFAULT_K, timeout: int = DEFAULT_TIMEOUT_S) -> str:
+        k, _ = bounded_count("k", k, self.max_rows)
+        if timeout < 1:
+            raise ToolError(f"timeout must be a number of seconds of at least 1, got {timeout}")
+        seconds = min(float(timeout), self.timeout_s)
+        result = self._run(query, k, timeout_s=seconds)
+        text = rows_text(result.rows)
+        shown = len(result.rows)
+        if result.truncated or result.bytes_capped:
+            total = self._count(query, seconds)
+            text += (f"\n\nNote: There are {total - shown} results not shown (out of {total} total results)."
+                     if total is not None else f"\n\nNote: There are more results not shown (the first {shown} "
+                                               "are shown).")
+        if result.limits_note:
+            text += f"\n\nNote: {result.limits_note}; select fewer or shorter values (substr, aggregates)."
+        return self._cut(text, "select fewer columns or rows (WHERE, LIMIT, aggregates) or lower k")
 
     def value_substring_search(self, table: str, column: str, value: str, k: int = DEFAULT_K) -> str:
-        table = self._table(table)
-        column = self._column(table, column)
-        k, capped = bounded_count("k", k, self.max_rows)
-        if not value:
-            raise ToolError("value must be a non-empty piece of text to look for")
-        # instr, not LIKE: '%' and '_' in the model's text are plain characters here
-        sql = (f"SELECT stored_value FROM {self._distinct_text(table, column)} "
-               f"WHERE instr(lower(stored_value), lower({sql_literal(value)})) > 0 "
-               f"ORDER BY length(stored_value), stored_value LIMIT {k + 1}")
-        result = self._run(sql, k + 1)
-        values = [row[0] for row in result.rows]
-        where = f"{table}.{column}"
+        # published: `column LIKE '%value%'` (so % and _ in the value are wildcards), case-insensitive
+        found = self._find_table(table)
+        if found is None:
+            raise ToolError(f"unknown table {table!r}; the tables are: {', '.join(self._tables)}")
+        name = self._column(found, column)
+        k, _ = bounded_count("k", k, VALUE_SEARCH_MAX_K)
+        stored = sql_identifier(name)
+        like = "ILIKE" if self.engine == "duckdb" else "LIKE"  # SQLite's LIKE ignores ASCII case already
+        sql = (f"SELECT DISTINCT {stored} FROM {sql_identifier(found.name)} "
+               f"WHERE CAST({stored} AS TEXT) {like} {sql_literal('%' + value + '%')} ORDER BY {stored} LIMIT {k}")
+        values = [row[0] for row in self._run(sql, k).rows if row[0] is not None]
         if not values:
-            return (f"No value of {where} contains {value!r}. Try a shorter or different part of the word, or "
-                    "value_similarity_search.")
-        lines = [f"{min(len(values), k)} distinct values of {where} containing {value!r} (shortest first):",
-                 *map(cell_text, values[:k])]
-        if len(values) > k:
-            lines.append(f"[more values match; only the first {k} are shown{' (k is capped)' if capped else ''}: "
-                         "search for a longer piece of text to narrow them]")
-        return truncated("\n".join(lines), self.max_chars, "search for a longer piece of text or lower k")
+            return f"No values in {table}.{column} contain '{value}'."
+        return self._cut(f"Values in {table}.{column} containing '{value}': {values_text(values)}.", "lower k")
 
     def value_similarity_search(self, table: str, column: str, value: str, k: int = DEFAULT_K) -> str:
-        table = self._table(table)
-        column = self._column(table, column)
-        k, _ = bounded_count("k", k, self.max_rows)
-        if not value.strip():
-            raise ToolError("value must be a non-empty term to compare the stored values with")
+        # published: the value lower-cased, the k nearest values among the column's (only supported columns have any)
+        k, _ = bounded_count("k", k, VALUE_SEARCH_MAX_K)
+        value = value.lower()
+        if column not in (self._similarity_columns or {}).get(table, ()):
+            return f"No matches found in {table}.{column} for '{value}'."
         candidates, capped = self._distinct_values(table, column)
-        similarity = self._value_similarity()
-        ranked = similarity.rank(value, candidates, k)
-        where = f"{table}.{column}"
+        ranked = [candidate for candidate, _ in self.similarity.rank(value, candidates, k)]
         if not ranked:
-            return f"{where} holds no values."
-        hits = similarity.synonym_hits(value, [candidate for candidate, _ in ranked])
-        lines = [f"{len(ranked)} of {len(candidates)} distinct values of {where} ranked by similarity to {value!r} "
-                 "(score 0..1; 'synonym' marks values the curated synonym table lists for this term):",
-                 "value | score | match"]
-        lines += [f"{cell_text(candidate)} | {score:.3f} | {'synonym' if candidate in hits else 'similar'}"
-                  for candidate, score in ranked]
+            return f"No matches found in {table}.{column} for '{value}'."
+        text = (f"I found one close match in {table}.{column}: '{ranked[0]}'." if len(ranked) == 1
+                else f"I found close matches in {table}.{column}: {ranked!r}.")
         if capped:
-            lines.append(f"[the column has more than {MAX_CANDIDATES} distinct values; only the first "
-                         f"{MAX_CANDIDATES} in value order were ranked: use value_substring_search to narrow]")
-        return truncated("\n".join(lines), self.max_chars, "lower k")
-
-    def sql_execute(self, query: str, k: int = DEFAULT_K) -> str:
-        k, capped = bounded_count("k", k, self.max_rows)
-        result = self._run(query, k)
-        if not result.columns:
-            return "The statement ran and returned no result set."
-        text = table_text(result.columns, result.rows)
-        lines = [f"{result.row_count_returned} row(s):" if not result.truncated
-                 else f"the first {k} rows (the query returned more{'; k is capped at ' + str(k) if capped else ''}; "
-                      "add WHERE filters, aggregate, or ORDER BY ... LIMIT to see what you need):", text]
-        if result.limits_note:  # before the rows: a long table is cut from its end
-            lines.insert(1, f"[{result.limits_note}: select fewer or shorter values (substr, aggregates)]")
-        return truncated("\n".join(lines), self.max_chars,
-                         "select fewer columns or rows (WHERE, LIMIT, aggregates) or lower k")
+            text += (f"\n\nNote: the column has more than {MAX_CANDIDATES} distinct values; only the first "
+                     f"{MAX_CANDIDATES} in value order were compared.")
+        return self._cut(text, "lower k")
 
     # --- catalog and validation --------------------------------------------------------------------------------
 
-    def _read_catalog(self) -> dict[str, list[tuple[str, str]]]:
-        columns: dict[str, list[tuple[str, str]]] = {}
-        if self.engine == "duckdb":
-            rows = self._run("SELECT table_name, column_name, data_type FROM information_schema.columns "
-                             "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position", None).rows
-            for table, column, kind in rows:
-                columns.setdefault(table, []).append((column, kind))
-            return columns
-        tables = [name for (name,) in self._run(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' "
-            "ESCAPE '\\' ORDER BY name", None).rows]
-        for table in tables:  # pragma_table_info() is not allowed by the sandbox; the PRAGMA statement is
-            info = self._run(f"PRAGMA table_info({sql_literal(table)})", None)
-            columns[table] = [(row[1], row[2] or "") for row in info.rows]
-        return columns
+    def _offer(self) -> None:
+        specs = {**SPECS, "value_similarity_search": similarity_spec(self._similarity_columns or {},
+                                                                      embedding=self.similarity.embedder is not None)}
+        runners = {"table_search": self.table_search, "column_search": self.column_search,
+                   "sql_execute": self.sql_execute, "value_substring_search": self.value_substring_search,
+                   "value_similarity_search": self.value_similarity_search}
+        self._tools = {name: Tool(specs[name], runners[name]) for name in TOOL_ORDER if name in self._offered}
+        if self.web_search is not None:
+            self._tools["web_search"] = web_search_tool(self.web_search)
+        self.specs = [tool.spec for tool in self._tools.values()]
 
-    def _table(self, name: str) -> str:
-        """The catalog's name for `name` (exact, else the one case-insensitive match)."""
-        if name in self._columns:
-            return name
-        matches = [table for table in self._columns if table.lower() == name.strip().lower()]
-        if len(matches) == 1:
-            return matches[0]
-        raise ToolError(f"unknown table {name!r}; the tables are: {', '.join(self._columns)}")
+    def _searchable_columns(self) -> dict[str, tuple[str, ...]]:
+        """The published columns of the EHR-ChatQA database whose tables this is, else every text column."""
+        for columns in SIMILARITY_COLUMNS.values():
+            if all(table in self._tables and set(names) <= {c for c, _, _ in self._tables[table].columns}
+                   for table, names in columns.items()):
+                return columns
+        searchable = {name: tuple(column for column, kind, _ in table.columns
+                                  if any(text in kind.upper() for text in _TEXT_TYPES))
+                      for name, table in self._tables.items()}
+        return {name: columns for name, columns in searchable.items() if columns}
 
-    def _column(self, table: str, name: str) -> str:
-        names = [column for column, _ in self._columns[table]]
+    def _find_table(self, name: str) -> TableShape | None:
+        """The catalog's table for `name` (exact, else the one case-insensitive match, as SQLite resolves names)."""
+        if name in self._tables:
+            return self._tables[name]
+        matches = [table for key, table in self._tables.items() if key.lower() == name.strip().lower()]
+        return matches[0] if len(matches) == 1 else None
+
+    @staticmethod
+    def _column(table: TableShape, name: str) -> str:
+        names = [column for column, _, _ in table.columns]
         if name in names:
             return name
         matches = [column for column in names if column.lower() == name.strip().lower()]
         if len(matches) == 1:
             return matches[0]
-        raise ToolError(f"unknown column {name!r} in table {table}; its columns are: {', '.join(names)}")
+        raise ToolError(f"unknown column {name!r} in table {table.name}; its columns are: {', '.join(names)}")
 
-    def _ddl(self, table: str) -> str:
-        columns = ",\n".join(f"  {sql_identifier(column) if not column.isidentifier() else column} {kind}".rstrip()
-                             for column, kind in self._columns[table])
-        return f"CREATE TABLE {table} (\n{columns}\n);"
-
-    @staticmethod
-    def _distinct_text(table: str, column: str) -> str:
-        """A subquery of the column's distinct non-null values as text, named so that no column of the table can
-        shadow it (TEXT is VARCHAR in DuckDB: the same SQL serves both engines)."""
-        return (f"(SELECT DISTINCT CAST({sql_identifier(column)} AS TEXT) AS stored_value FROM {sql_identifier(table)} "
-                f"WHERE {sql_identifier(column)} IS NOT NULL) AS distinct_values")
+    def _count(self, query: str, seconds: float) -> int | None:
+        """How many rows `query` returns, for the published "N results not shown" note (None when it cannot be
+        counted, e.g. a PRAGMA)."""
+        body = query.strip().rstrip(";").strip()
+        try:  # the line breaks keep a trailing -- comment from swallowing the closing parenthesis
+            rows = self._run(f"SELECT count(*) FROM (\n{body}\n) AS counted_rows", 1, timeout_s=seconds).rows
+        except SqlError:
+            return None
+        return int(rows[0][0]) if rows else None
 
     def _distinct_values(self, table: str, column: str) -> tuple[list[str], bool]:
         key = (table, column)
         if key not in self._candidates:
-            result = self._run(f"SELECT stored_value FROM {self._distinct_text(table, column)} "
-                               f"ORDER BY stored_value LIMIT {MAX_CANDIDATES + 1}", MAX_CANDIDATES,
-                               max_bytes=CANDIDATE_BYTES)
+            stored = sql_identifier(column)
+            result = self._run(f"SELECT DISTINCT CAST({stored} AS TEXT) AS stored_value FROM {sql_identifier(table)} "
+                               f"WHERE {stored} IS NOT NULL ORDER BY stored_value LIMIT {MAX_CANDIDATES + 1}",
+                               MAX_CANDIDATES, max_bytes=CANDIDATE_BYTES)
             self._candidates[key] = ([row[0] for row in result.rows], result.truncated or result.bytes_capped)
         return self._candidates[key]
 
-    def _value_similarity(self) -> ValueSimilarity:
-        if self._similarity is None:  # loaded on first use: most trials never rank values
-            self._similarity = ValueSimilarity()
-        return self._similarity
+    def _cut(self, text: str, how_to_narrow: str) -> str:
+        return truncated(text, self.max_chars, how_to_narrow) if self.max_chars else text
 
-    def _run(self, sql: str, max_rows: int | None, max_bytes: int | None = None) -> QueryResult:
+    def _run(self, sql: str, max_rows: int | None, max_bytes: int | None = None,
+             timeout_s: float | None = None) -> QueryResult:
         """One statement through the sandbox with its own row cap (None: no practical cap, for the catalog) and,
-        for the tools' own statements, its own size cap."""
-        previous = self._sandbox.max_rows, self._sandbox.max_bytes
+        for the tools' own statements, its own size cap; `timeout_s` shortens the toolbox's timeout."""
+        previous = self._sandbox.max_rows, self._sandbox.max_bytes, self._sandbox.timeout_s
         self._sandbox.max_rows = max_rows if max_rows is not None else 1_000_000
         self._sandbox.max_bytes = max_bytes or previous[1]
+        self._sandbox.timeout_s = min(timeout_s, previous[2]) if timeout_s else previous[2]
         try:
             return self._sandbox.execute(sql)
         finally:
-            self._sandbox.max_rows, self._sandbox.max_bytes = previous
+            self._sandbox.max_rows, self._sandbox.max_bytes, self._sandbox.timeout_s = previous

@@ -1,7 +1,8 @@
-"""Ranking a column's stored values by how close they are to what the model typed: lexical similarity, the curated
-synonym table (lay terms and brand names mean their stored values exactly) and, optionally, embeddings.
-
-Offline unless an embedder is given: the lexical part is rapidfuzz, the synonyms are the project's YAML tables.
+"""Ranking a column's stored values by how close they are to what the model typed, for value_similarity_search:
+lexically (rapidfuzz, the default, offline) or by embeddings (when an embedding model is configured: EHR-ChatQA's
+tool is embedding-based). The curated synonym table (lay terms, brand names) is an explicit option, off by default:
+the chatqa instructions are written from that table, so a search that knows it would hand the agent the mapping the
+task tests. `mode` names how a toolbox ranks (the results' `value_search` column).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rapidfuzz import fuzz, process, utils
 from ehrbench.llm.chat import Embedder
 from ehrbench.questions.chatqa import LayTerms, load_lay_terms
 
-CURATED = "curated"  # the default synonym table: ehrbench.questions' lay_terms.yaml and brand_generic.yaml
+CURATED = "curated"  # the synonym table: ehrbench.questions' lay_terms.yaml and brand_generic.yaml
 
 # Lexical score = the max of three rapidfuzz scores on lower-cased, punctuation-free text, each weighted by how much
 # it says about a match, so that the order is: the same value (1.0) > all the query's words in the value (0.95) >
@@ -38,10 +39,11 @@ def _normal(text: str) -> str:
 
 
 class ValueSimilarity:
-    """`rank` scores candidates 0..1 against a query. `synonyms`: the curated table (default), another LayTerms, or
-    None for none. `embedder`: when given, a candidate's score is the larger of its lexical and cosine scores."""
+    """`rank` scores candidates 0..1 against a query. `embedder`: when given, the score is the cosine similarity of
+    the embeddings (as the published tool ranks), else the lexical score. `synonyms`: None (the default), the
+    curated table (CURATED) or another LayTerms; a value the table gives for the query scores 1."""
 
-    def __init__(self, synonyms: LayTerms | str | None = CURATED, embedder: Embedder | None = None):
+    def __init__(self, synonyms: LayTerms | str | None = None, embedder: Embedder | None = None):
         self.synonyms = curated_synonyms() if synonyms == CURATED else synonyms
         if self.synonyms is not None and not isinstance(self.synonyms, LayTerms):
             raise ValueError(f"synonyms must be LayTerms, None or {CURATED!r}, got {synonyms!r}")
@@ -49,6 +51,11 @@ class ValueSimilarity:
         self._stored_for_name = _synonym_index(self.synonyms) if self.synonyms else {}
         # Vectors by text: a column's values are embedded once per toolbox, whichever query asks about them.
         self._vectors: dict[str, np.ndarray] = {}
+
+    @property
+    def mode(self) -> str:
+        """lexical | embedding, with +synonyms when the synonym table is on."""
+        return ("embedding" if self.embedder is not None else "lexical") + ("+synonyms" if self.synonyms else "")
 
     def synonym_values(self, query: str) -> frozenset[str]:
         """The stored values (lower case) the synonym table gives for `query` as a lay term, abbreviation or drug
@@ -66,7 +73,7 @@ class ValueSimilarity:
             return []
         scores, whole = _lexical(query, candidates)
         if self.embedder is not None:
-            scores = np.maximum(scores, self._cosine(query, candidates))
+            scores = self._cosine(query, candidates)  # lexical closeness still orders equal cosines
         hits = self.synonym_hits(query, candidates)
         scores = np.round(scores, 4)
         for position, candidate in enumerate(candidates):

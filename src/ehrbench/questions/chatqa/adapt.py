@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ehrbench.ehrsql.scoring import format_answer
+from ehrbench.ehrsql.scoring import answers_match, format_answer
 from ehrbench.questions.chatqa.adapt_cases import _DRUG_SHAPES, _LAB_SHAPES, _adapt_cases, _AdaptCase, _Shape
 from ehrbench.questions.chatqa.lay_terms import LayTerms
 from ehrbench.questions.chatqa.renamed_database import _EXECUTION_ERRORS, _open, _RenamedDatabase
 from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, SUITE, TIMEOUT_S, _task_id
 from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
-from ehrbench.questions.generate import GeneratedQuestion, json_value, run_duckdb
+from ehrbench.questions.generate import GeneratedQuestion, current_time_sentence, json_value, run_duckdb
 from ehrbench.questions.instantiate import sql_literal
 from ehrbench.renaming import SchemaRename
 from ehrbench.seeding import keyed_rng
@@ -87,7 +87,8 @@ def _adapt_task(case: _AdaptCase, shape: _Shape, database: str, db: _RenamedData
         dropped["adapt: gold SQL fails"] += 1
         return None
     answer = format_answer(rows)
-    if answer != sqlite_answer or all(cell in (None, 0) for row in rows for cell in row):
+    # compared as the scorer compares: SQLite may store a whole 94.0 as 94 (NUMERIC affinity)
+    if not answers_match(answer, sqlite_answer) or all(cell in (None, 0) for row in rows for cell in row):
         dropped["adapt: dialects differ or nothing found"] += 1
         return None
     subject_words = {"subject": case.subject, "patient": patient}
@@ -103,7 +104,8 @@ def _adapt_task(case: _AdaptCase, shape: _Shape, database: str, db: _RenamedData
         category="labs" if case.category == "alternative_lab" else "prescriptions", is_answerable=True,
         patient_scoped=shape.patient_scoped, question=instruction, template_question=instruction,
         slot_values=json.dumps(slot_values, default=json_value), slot_texts=json.dumps({}), time_kinds=json.dumps({}),
-        current_time=current_time, gold_sql_duckdb=gold_duckdb, gold_sql_sqlite=gold_sqlite,
+        current_time=current_time, context=current_time_sentence(current_time), gold_sql_duckdb=gold_duckdb,
+        gold_sql_sqlite=gold_sqlite,
         answer=json.dumps(rows, default=json_value), answer_text=answer, answer_rows=len(rows), empty_answer=False,
         empty_by_design=False, max_rows=100, execution_s=round(time.perf_counter() - started, 4),
         execution_error=None, sqlite_answer_text=sqlite_answer, sqlite_error=None,

@@ -1,0 +1,76 @@
+"""Task sets on a real build: the published EHRSQL-2024 valid split imported against a demo build reproduces every
+published answer, and the evaluate-agents flow runs a task set beside a generated suite — oracle scores 100 on it,
+abstain exactly its unanswerable share, each in a metric row of its own.
+
+Uses a published demo build (default /tmp/demo-data/benchmarks/latest, or $EHRBENCH_DEMO_BUILD) read-only: it is
+linked into a temporary data directory, which gets the task sets and the results."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ehrbench.evaluation.taskset_metrics import metric_table_by_taskset
+from ehrbench.layout import DataLayout
+from ehrbench.tasksets.formats import BuildInfo
+from ehrbench.tasksets.importer import plan_import, run_import
+from tests.conftest import SHARED_DATA
+
+pytestmark = pytest.mark.integration
+
+DEMO_BUILD = Path(os.environ.get("EHRBENCH_DEMO_BUILD", "/tmp/demo-data/benchmarks/latest"))
+VALID = SHARED_DATA / "ehrsql-2024" / "mimic_iv" / "valid"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> DataLayout:
+    if not (DEMO_BUILD / "manifest.json").is_file():
+        pytest.skip(f"no published demo build at {DEMO_BUILD} (set EHRBENCH_DEMO_BUILD to a build folder)")
+    if not VALID.is_dir():
+        pytest.skip(f"EHRSQL-2024 data not found at {VALID}")
+    root = tmp_path_factory.mktemp("data")
+    build = BuildInfo.load(DEMO_BUILD)
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks" / build.build_id).symlink_to(build.folder)
+    (root / "benchmarks" / "latest").symlink_to(build.build_id)
+    return DataLayout(root=root)
+
+
+@pytest.fixture(scope="module")
+def valid(data):
+    return run_import(plan_import(data, "ehrsql2024", [VALID]))
+
+
+def test_the_published_valid_split_is_reproduced_on_the_demo_build(valid):
+    report = valid.reproduction
+    print(f"EHRSQL-2024 valid on the demo build: {report.describe()}")
+    assert (valid.name, valid.tasks, valid.answerable) == ("ehrsql2024-valid", 1163, 931)
+    assert (report.executed, report.compared, report.reproduced, report.mismatches) == (931, 931, 931, [])
+
+
+def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(data, valid):
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows.evaluate import evaluate_agents
+
+    chatqa_export = DEMO_BUILD / "exports" / "chatqa"
+    chatqa = run_import(plan_import(data, "ehrchatqa", sorted(chatqa_export.glob("*_incre.json")), "chatqa-incre"))
+    assert chatqa.reproduction.compared == chatqa.reproduction.reproduced > 0
+    with prefect_test_harness(server_startup_timeout=180):
+        folder = evaluate_agents(agents=["oracle", "abstain"], suites=["ehrsql"],
+                                 tasksets=[valid.name, chatqa.name], limit=40, run_id="tasksets",
+                                 data_dir=str(data.root), report=False)
+    rows = {(row["agent"], row["suite"], row["taskset"]): row for row in metric_table_by_taskset(Path(folder))}
+    assert set(rows) == {(agent, suite, taskset) for agent in ("abstain", "oracle") for suite, taskset in (
+        ("ehrsql", None), ("ehrsql", valid.name), ("chatqa", chatqa.name))}
+    oracle, abstain = rows[("oracle", "ehrsql", valid.name)], rows[("abstain", "ehrsql", valid.name)]
+    assert oracle["tasks"] == 40 and oracle["RS(10)"] == 1.0 and rows[("oracle", "chatqa", chatqa.name)][
+        "success_rate"] == 1.0
+    import duckdb
+
+    unanswerable = duckdb.sql(
+        f"select avg(case when is_answerable then 0 else 1 end) from read_parquet('{folder}/*.parquet') "
+        f"where agent = 'abstain' and taskset = '{valid.name}'").fetchone()[0]
+    assert 0 < unanswerable < 1 and abstain["RS(10)"] == pytest.approx(unanswerable)
