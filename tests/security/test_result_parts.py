@@ -195,6 +195,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # subprocesses of the installed command
 @pytest.mark.parametrize(("command", "fault"), [("metrics", "FIFO"), ("metrics", "truncated"), ("report", "FIFO")])
 def test_the_cli_says_which_part_is_bad_in_one_line(tmp_path, command, fault):
     store, bad = _run_with_bad_part(tmp_path / "data" / "results", fault, run_id="r1")

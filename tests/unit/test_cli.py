@@ -84,6 +84,7 @@ def test_build_with_a_broken_recipe_file_fails_before_any_stage(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow  # subprocesses of the installed command
 def test_report_without_runs_or_with_an_unknown_run_is_a_one_line_error(tmp_path):
     data_dir = tmp_path / "data"
     result = subprocess.run([EHRBENCH, "report", "--data-dir", str(data_dir)], env=_env(tmp_path),
@@ -258,6 +259,7 @@ def test_input_checks_do_not_import_prefect(tmp_path):
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
+@pytest.mark.slow  # subprocesses of the installed command
 def test_help_and_tables_print_gemini_specs_as_text_not_emoji(tmp_path):
     result = subprocess.run([EHRBENCH, "evaluate", "--help"], env=_env(tmp_path), capture_output=True, text=True,
                             timeout=120)
