@@ -375,3 +375,20 @@ def test_cost_and_latency_change_only_by_a_margin_a_person_acts_on():
     assert change("success_rate", before, slow) == "regression"  # 0.55 → 0.35 wholly below 0.45
     barely = row(Estimate(13.9, 13.8, 14.0), Estimate(0.30, 0.25, 0.35))  # separated, but +1.9 s = +16 % < 20 %
     assert change("latency_per_trial", slow, barely) is None
+
+
+def test_an_imported_task_set_has_a_leaderboard_apart_from_the_suite_it_runs_in(tmp_path):
+    # the build's own ehrsql question passes; the task set's two tasks (same suite, ids `<task set>/<id>`) fail one
+    rows = [trial(task="t1"),
+            trial(task="ehrsql2024-valid/q1", taskset="ehrsql2024-valid"),
+            trial(task="ehrsql2024-valid/q2", taskset="ehrsql2024-valid", reward=0.0)]
+    write_run(tmp_path / "results", "r", rows)
+    data = report_data(tmp_path / "results", "r", tmp_path / "nowhere", bootstrap=NO_CI)
+    assert set(data.leaderboard) == {"ehrsql", "ehrsql@ehrsql2024-valid"}
+    own, imported = data.leaderboard["ehrsql"][0], data.leaderboard["ehrsql@ehrsql2024-valid"][0]
+    assert (own.tasks, own.values["success_rate"].value) == (1, 1.0)
+    assert (imported.tasks, imported.values["success_rate"].value) == (2, 0.5)
+    # the task set's board has its suite's columns and headline: RS(10) of ehrsql
+    assert data.headline["ehrsql@ehrsql2024-valid"] == "rs_10" and "rs_10" in imported.values
+    assert imported.values["rs_10"].value == (1 - 10) / 2  # one right, one wrong answer in its only run
+    render_site(data, tmp_path / "site")  # every page renders, task-set task ids ('/') included

@@ -28,6 +28,7 @@ from ehrbench.reports.model import (
 )
 
 QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
+TASKSET_MARK = "@"  # a task set's leaderboard: `<suite>@<task set>`
 Z_95 = 1.959963984540054  # the normal quantile of a 95 % Wilson interval
 
 _SHARE = "share"
@@ -173,9 +174,20 @@ def compute_task_stats(con: duckdb.DuckDBPyConnection) -> int:
     return int(runs)
 
 
+def base_suite(board: str) -> str:
+    """The suite of a leaderboard: `ehrsql`, or `ehrsql@<task set>` for the tasks of an imported task set, which the
+    report shows apart from the generated suite they run in (`ehrbench.reports.assemble`)."""
+    return board.split(TASKSET_MARK, 1)[0]
+
+
+def headline(board: str) -> str:
+    """The metric a leaderboard is sorted by (its suite's)."""
+    return HEADLINE.get(base_suite(board), "success_rate")
+
+
 def suite_metrics(suite: str) -> list[Metric]:
     """A suite's leaderboard columns (a suite this module does not know gets the generic ones of chatqa)."""
-    return SUITE_METRICS.get(suite, SUITE_METRICS["chatqa"])
+    return SUITE_METRICS.get(base_suite(suite), SUITE_METRICS["chatqa"])
 
 
 def _metric_keys(suite: str) -> list[str]:
@@ -190,7 +202,8 @@ def _metric_sql(key: str, runs: int) -> str:
 
 
 def _select_metrics(keys: list[str], suite: str, runs: int) -> str:
-    return ", ".join(f"{_metric_sql(key, runs) if suite in QUESTION_SUITES or key not in QUESTION_ONLY else 'null'} "
+    question_suite = base_suite(suite) in QUESTION_SUITES
+    return ", ".join(f"{_metric_sql(key, runs) if question_suite or key not in QUESTION_ONLY else 'null'} "
                      f"as \"{key}\"" for key in keys)
 
 
@@ -214,8 +227,8 @@ def leaderboard(con: duckdb.DuckDBPyConnection, bootstrap: Bootstrap) -> dict[st
                                values={key: Estimate(_float(r[key]), *intervals.get((r["agent"], key), (None, None)))
                                        for key in keys})
                 for r in point]
-        headline = HEADLINE.get(suite, "success_rate")
-        rows.sort(key=lambda row: (-(row.values[headline].value if row.values[headline].value is not None
+        best = headline(suite)
+        rows.sort(key=lambda row: (-(row.values[best].value if row.values[best].value is not None
                                      else float("-inf")), row.agent))
         board[suite] = rows
     return board

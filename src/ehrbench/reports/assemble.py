@@ -55,6 +55,11 @@ def _use_run(con: duckdb.DuckDBPyConnection, run_folder: Path) -> None:
     # one row per trial (a resumed run's re-run, not the error it replaced); columns a part predates are null, i.e.
     # unknown (the aggregation and the task pages allow for it)
     load_trials(con, run_folder)
+    # an imported task set's trials get a leaderboard of their own, `<suite>@<task set>`, apart from the generated
+    # suite they run in (parts older than the taskset column have none)
+    if "taskset" in {name for (name,) in con.execute("select column_name from (describe trials)").fetchall()}:
+        con.execute(f"update trials set suite = suite || '{aggregates.TASKSET_MARK}' || taskset "
+                    "where taskset is not null")
 
 
 def trend_prefix(run_id: str) -> str | None:
@@ -93,7 +98,7 @@ def report_data(results_root: Path, run_id: str, benchmarks_root: Path, *, boots
         agents=[a for (a,) in con.execute("select distinct agent from trials order by 1").fetchall()],
         suites=sorted(board, key=lambda s: (SUITES.index(s) if s in SUITES else len(SUITES), s)),
         bootstrap=bootstrap, metrics={suite: aggregates.suite_metrics(suite) for suite in board},
-        headline={suite: aggregates.HEADLINE.get(suite, "success_rate") for suite in board}, leaderboard=board,
+        headline={suite: aggregates.headline(suite) for suite in board}, leaderboard=board,
         breakdowns=aggregates.breakdowns(con), pass_curves=aggregates.pass_curves(con),
         failing=aggregates.failing_tasks(con), tasks=task_details(con, build_dir),
         build=catalog.build_info(build_dir, build_id))
@@ -213,9 +218,10 @@ def _matters(scale: str, was: float | None, now: float | None) -> bool:
 
 @cache
 def _aggregation_version() -> str:
-    """A fingerprint of the aggregation SQL and of how the trials are read (`load_trials`): kept leaderboards of an
-    older version are not reused."""
-    return hashlib.sha1(b"".join(Path(module.__file__).read_bytes() for module in (aggregates, results))).hexdigest()
+    """A fingerprint of the aggregation SQL and of how the trials are read (`load_trials`, `_use_run`): kept
+    leaderboards of an older version are not reused."""
+    files = [Path(module.__file__) for module in (aggregates, results)] + [Path(__file__)]
+    return hashlib.sha1(b"".join(path.read_bytes() for path in files)).hexdigest()
 
 
 def cached_leaderboard(run_folder: Path, bootstrap: Bootstrap) -> dict[str, list[LeaderboardRow]]:
