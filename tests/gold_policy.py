@@ -5,10 +5,16 @@ is: the agent of a suite (told apart by its system prompt), the simulated user, 
 agent it explores a little, then finishes with the gold — so a run through the whole LLM machinery (prompts, tool
 calls over HTTP, tools, sandbox, answer SQL run by the harness, scoring) must score 100 %, as the oracle does. It
 never sees anything an agent could not reach except the gold it is given here.
+
+In chatqa it is a published-protocol EHR-ChatQA agent (ehrbench.agents.llm_agent.chatqa: no answer tool, the scorer
+reads the conversation): it explores, runs the gold SQL with sql_execute (what IncreQA scores), then tells the user
+the result — for AdaptQA the first column's values inside <answer></answer>, as the grading rules ask (what AdaptQA
+scores) — and the user ends the conversation.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,6 +23,8 @@ import pyarrow.parquet as pq
 
 from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
 from ehrbench.metrics.answers import answer_values
+from ehrbench.scoring.ehrchatqa import answer_value, result_cell
+from ehrbench.scoring.transcripts import read_result
 from tests.llm_servers import Reply, Request
 
 _TASK = re.compile(r"task ([0-9a-f]{24})")
@@ -25,11 +33,15 @@ _TASK = re.compile(r"task ([0-9a-f]{24})")
 class GoldPolicy:
     def __init__(self, build_dir: Path):
         rows = pq.read_table(build_dir / "questions" / "questions.parquet",
-                             columns=["question_id", "suite", "question", "is_answerable", "gold_sql_duckdb",
-                                      "answer_text", "fhir_ids"]).to_pylist()
+                             columns=["question_id", "suite", "db", "question", "is_answerable",
+                                      "gold_sql_duckdb", "answer_text", "fhir_ids", "extra"]).to_pylist()
         self.by_question = {(r["suite"], r["question"]): r for r in rows}
         self.by_id = {r["question_id"]: r for r in rows}
-        self.instructions = {r["question"]: r["question_id"] for r in rows if r["suite"] == "chatqa"}
+        # a chatqa instruction -> its tasks (one instruction may be asked of both databases)
+        self.instructions: dict[str, list[str]] = {}
+        for r in rows:
+            if r["suite"] == "chatqa":
+                self.instructions.setdefault(r["question"], []).append(r["question_id"])
         with duckdb.connect(str(build_dir / "fhir" / "resources.duckdb"), read_only=True) as con:
             self.resource_types = dict(con.execute("select id, resource_type from resources").fetchall())
         self.dq_labels = {}
@@ -52,9 +64,8 @@ class GoldPolicy:
             return self._auditor(system, messages)
         if "FHIR R4 records" in system:
             return self._agent(self.by_question[("fhir", _first_user(messages))], messages, fhir=True)
-        if "database assistant for clinicians" in system:
-            task = self.by_id[_TASK.search(_first_user(messages)).group(1)]
-            return self._agent(task, messages, conversation=True)
+        if system.startswith("Instruction:\n- You are a DB agent"):  # EHR-ChatQA's agent instruction
+            return self._chat_agent(_TASK.findall(_first_user(messages)), messages)
         if "You translate questions" in system:  # EHRSQL-2024 single turn
             task = self.by_question[("ehrsql", _first_user(messages))]
             return Reply(text=f"```sql\n{task['gold_sql_duckdb']}\n```" if task["is_answerable"] else "null")
@@ -65,13 +76,35 @@ class GoldPolicy:
     def _user(self, system: str, messages: list[dict]) -> Reply:
         instruction = system.split("<instruction>\n", 1)[1].split("\n</instruction>", 1)[0]
         if len(messages) <= 2:  # the opening cue only
-            return Reply(text=f"Hello, I need something from the records: task {self.instructions[instruction]}.")
+            tasks = ", ".join(f"task {question_id}" for question_id in self.instructions[instruction])
+            return Reply(text=f"Hello, I need something from the records: {tasks}.")
         return Reply(text=f"Thank you, that is what I needed. {STOP_TOKEN}")
 
-    def _agent(self, task: dict, messages: list[dict], *, fhir: bool = False, conversation: bool = False) -> Reply:
+    def _chat_agent(self, question_ids: list[str], messages: list[dict]) -> Reply:
+        """EHR-ChatQA's agent: explore, run the gold SQL, tell the user (who then stops). Of the tasks the user
+        named (one instruction may be asked of both databases), the one on the database table_search shows."""
         calls = _calls_made(messages)
-        if conversation and calls & {"submit_answer", "abstain"}:
-            return Reply(text="I recorded the answer for you.")  # a message to the user, who then stops
+        if not calls:
+            return Reply(tool_calls=(("table_search", {}),))
+        tables = next(m["content"] for m in messages if m["role"] == "tool")  # table_search's answer
+        database = "eicu" if re.search(r"\bicupatient\b", tables) else "mimic_iv"
+        task = next((self.by_id[i] for i in question_ids if self.by_id[i]["db"] == database),
+                    self.by_id[question_ids[0]])
+        if "sql_execute" not in calls:
+            if not task["is_answerable"]:  # EHR-ChatQA has none; told like its rules ask
+                return Reply(text="The records do not hold this; could you rephrase or change the request?")
+            return Reply(tool_calls=(("sql_execute", {"query": task["gold_sql_duckdb"]}),))
+        rows = read_result(messages[-1]["content"])  # the result of the gold SQL, as the agent read it
+        if rows is None:  # the trial then scores 0, and its answer shows why
+            return Reply(text=f"The query of task {task['question_id']} failed: {messages[-1]['content'][:500]}")
+        if json.loads(task["extra"] or "{}").get("task_type") != "adapt":
+            return Reply(text=f"I found {len(rows)} result(s) matching what you asked for.")
+        # the first column as AdaptQA reads a gold value: 4 decimals, an integral number without ".0"
+        values = [answer_value(result_cell(row[0])) for row in rows if row]
+        return Reply(text=f"Here is what I found: <answer>{', '.join(values)}</answer>")
+
+    def _agent(self, task: dict, messages: list[dict], *, fhir: bool = False) -> Reply:
+        calls = _calls_made(messages)
         if not calls:  # explore once, the way agents start
             if fhir:
                 return Reply(tool_calls=self._fhir_retrieval(task, messages))

@@ -606,7 +606,8 @@ def test_evaluate_an_llm_agent_through_a_real_model_server(first_build, cli_env,
                           "--limit", "4", "--run-id", "llm", "--data-dir", str(data_dir)], cli_env)
         requests = len(server.requests)
         keys = {r.headers.get("authorization") for r in server.requests
-                if r.body["messages"][0]["content"].startswith(("You answer", "You are a database", "You are audit"))}
+                if r.body["messages"][0]["content"].startswith(("You answer", "You are a database", "You are audit",
+                                                                      "Instruction:"))}
     assert result.returncode == 0, result.stderr[-3000:]
     folder = Path(result.stdout.strip().splitlines()[-1])
     trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()

@@ -276,12 +276,15 @@ def user_error(explanation: str) -> str:
 
 class ChatPolicy:
     """Every role of a chatqa trial, told apart by the system prompt: the user opens, then stops once the agent has
-    told it a result; the verifier accepts; the validator answers the next of `verdicts` (then no_error); the agent
-    submits, then tells the user (or, `endless`, calls table_search for ever). Requests are kept by role."""
+    told it a result (`user_stops` False: it keeps asking); the verifier accepts; the validator answers the next of
+    `verdicts` (then no_error); the agent runs its SQL with sql_execute (or first answers `first`), then tells the
+    user `reply` (or, `endless`, calls table_search for ever; `chatty`, only talks). Requests are kept by role."""
 
-    def __init__(self, verdicts: list[str] | None = None, endless: bool = False):
+    def __init__(self, verdicts: list[str] | None = None, endless: bool = False, chatty: bool = False,
+                 user_stops: bool = True, reply: str = "There are 3 patients in the database: <answer>3</answer>.",
+                 first: Reply | None = None):
         self.verdicts = list(verdicts or [])
-        self.endless = endless
+        self.endless, self.chatty, self.user_stops, self.reply, self.first = endless, chatty, user_stops, reply, first
         self.roles: list[str] = []
         self.bodies: dict[str, list[dict]] = {}
 
@@ -295,14 +298,16 @@ class ChatPolicy:
         if role == "validator":
             return Reply(text=self.verdicts.pop(0) if self.verdicts else NO_ERROR)
         if role == "user":
-            if len(messages) <= 2:  # the system prompt and the opening cue
+            if len(messages) <= 2 or not self.user_stops:  # the system prompt and the opening cue
                 return Reply(text="Hi, I need a patient count.")
             return Reply(text=f"Thanks, that is all. {STOP_TOKEN}")
         if self.endless:
             return Reply(tool_calls=(("table_search", {}),))
+        if self.chatty:
+            return Reply(text="Which patients do you mean?")
         if any(m.get("tool_calls") for m in messages):
-            return Reply(text="There are 3 patients.")
-        return Reply(tool_calls=(("submit_answer", {"sql": "select count(*) from patients"}),))
+            return Reply(text=self.reply)
+        return self.first or Reply(tool_calls=(("sql_execute", {"query": "select count(*) from patients"}),))
 
     @staticmethod
     def _role(system: str) -> str:
@@ -312,36 +317,45 @@ class ChatPolicy:
             return "validator"
         if system.startswith(USER_SYSTEM_PROMPT.split("{", 1)[0]):
             return "user"
-        assert "database assistant for clinicians" in system
+        assert system.startswith("Instruction:\n- You are a DB agent")  # EHR-ChatQA's agent instruction
         return "agent"
 
 
-def chatqa_task(database: Path) -> EvalTask:
+def chatqa_task(database: Path, task_type: str = "incre") -> EvalTask:
     return EvalTask(TaskView("chatqa", "c1", "mimic_iv", CHATQA_INSTRUCTION, database=database),
-                    Gold(True, "[['3']]", GOLD_SQL))
+                    Gold(True, "[['3']]", GOLD_SQL, answer_rows=((3,),), task_type=task_type))
 
 
-def chatqa_agent(server: OpenAIServer, **options) -> LlmAgent:
-    """An agent whose harness handed it the task's gold SQL for the validator (as make_agents does)."""
+def chatqa_agent(server: OpenAIServer, task_type: str | None = "incre", **options) -> LlmAgent:
+    """An agent whose harness handed it the task's gold SQL for the validator and the task's type (as make_agents
+    does)."""
     config = parse_agent(f"llm:scripted@{server.base_url}", {"max_retries": 0, "timeout_s": 5, **options})
-    return LlmAgent(config, validator_gold={("chatqa", "c1"): GOLD_SQL})
+    return LlmAgent(config, validator_gold={("chatqa", "c1"): GOLD_SQL}, task_types={("chatqa", "c1"): task_type})
 
 
-def test_a_conversation_records_the_submitted_answer(server, database, tmp_path):
+def test_a_conversation_follows_ehr_chatqas_published_agent_protocol(server, database, tmp_path):
     policy = ChatPolicy()
     server.respond(policy)
     agent = chatqa_agent(server)
 
     answer = agent.run(chatqa_task(database).view)
 
-    # user opens (+ verifier), agent submits, agent tells the user, user stops (+ verifier), validator
+    # user opens (+ verifier), agent runs its SQL, agent tells the user, user stops (+ verifier), validator
     assert policy.roles == ["user", "verifier", "agent", "agent", "user", "verifier", "validator"]
-    assert answer.answer_rows == [[3]] and answer.sql == "select count(*) from patients"
+    # no answer tool: the transcript is the answer (the scorer reads its sql_execute results and replies); the
+    # last <answer> of the replies is shown
+    assert answer.answer_rows is None and answer.sql is None and not answer.abstained
+    assert (answer.answer_text, answer.free_text) == ("3", True)
     assert not answer.user_error and answer.user_turns == 2
     assert (answer.tool_calls, answer.stop_reason) == (1, "text")  # the user ended the conversation
     assert (answer.input_tokens, answer.output_tokens) == (20, 10)  # the agent's two calls only, 10 + 5 each
     assert (answer.value_search, answer.web_search) == ("lexical", "disabled")
+    assert [m["role"] for m in answer.transcript] == ["system", "user", "assistant", "tool", "assistant", "user",
+                                                      "harness"]
+    assert answer.transcript[3]["content"] == "[(3,)]"  # EHR-ChatQA's sql_execute result form
+    assert answer.transcript[5] == {"role": "user", "content": "Thanks, that is all."}  # the stop token removed
     harness = answer.transcript[-1]
+    assert (harness["task_type"], harness["agent_steps"]) == ("incre", 2)
     assert harness["user_tokens"] == [50, 25]  # 2 user + 2 verifier + 1 validator calls
     assert harness["validator_had_gold_sql"] is True
     [attempt] = harness["user_attempts"]
@@ -350,11 +364,15 @@ def test_a_conversation_records_the_submitted_answer(server, database, tmp_path)
     assert (attempt["validator"], attempt["previous_mistakes"]) == ("The user followed the rules.", [])
 
     # the agent never sees the instruction; the user does; only the validator reads the gold SQL (EHR-ChatQA's
-    # user_validator is given the task's gold_sql)
+    # user_validator is given the task's gold_sql). The agent's tools are the database tools alone; its rules are
+    # the IncreQA ones
     agent_body = policy.bodies["agent"][0]
     assert agent_body["messages"][1] == {"role": "user", "content": "Hi, I need a patient count."}
     assert CHATQA_INSTRUCTION not in json.dumps(agent_body)
-    assert tool_names(agent_body) == [*DATABASE_TOOLS, "submit_answer", "abstain"]
+    assert tool_names(agent_body) == DATABASE_TOOLS
+    system = agent_body["messages"][0]["content"]
+    assert "evaluated based on the generated SQL queries" in system and "<answer></answer>" not in system
+    assert "- Use DuckDB for SQL query generation." in system
     [validator] = policy.bodies["validator"]
     assert validator["messages"][1]["content"].endswith(f"<gold_sql>\n{GOLD_SQL}\n</gold_sql>")
     for role in ("agent", "user", "verifier"):
@@ -362,6 +380,75 @@ def test_a_conversation_records_the_submitted_answer(server, database, tmp_path)
 
     row = run_trial(agent, chatqa_task(database), 0, "b1", tmp_path)
     assert (row["status"], row["reward"], row["correct"], row["user_turns"]) == ("completed", 1.0, True, 2)
+    assert (row["protocol"], row["answer"]) == ("ehrchatqa", "3")
+
+
+@pytest.mark.parametrize(("reply", "correct"), [
+    ("There are 3 patients in the database: <answer>3</answer>.", True),
+    ("There are <answer>three</answer> patients.", True),  # a published number word
+    ("I counted them: 3 patients.", False),  # no answer tags
+    ("There are <answer>3 patients</answer>.", False),  # more than the answer inside the tags
+])
+def test_adaptqa_is_scored_on_the_answer_tags_of_the_replies(server, database, tmp_path, reply, correct):
+    policy = ChatPolicy(reply=reply)
+    server.respond(policy)
+    agent = chatqa_agent(server, task_type="adapt")
+
+    row = run_trial(agent, chatqa_task(database, "adapt"), 0, "b1", tmp_path)
+
+    assert (row["status"], row["correct"]) == ("completed", correct)
+    system = policy.bodies["agent"][0]["messages"][0]["content"]
+    assert "enclose the final answer in <answer></answer> tags" in system
+    assert "evaluated based on the generated SQL queries" not in system
+
+
+def test_without_a_task_type_the_agent_is_given_both_grading_rules(server, database):
+    policy = ChatPolicy()
+    server.respond(policy)
+    chatqa_agent(server, task_type=None).run(chatqa_task(database).view)
+    system = policy.bodies["agent"][0]["messages"][0]["content"]
+    assert "<answer></answer>" in system and "at least one SQL query (via sql_execute)" in system
+
+
+def test_increqa_is_scored_on_the_sql_execute_results_not_the_reply(server, database, tmp_path):
+    # the reply is wrong and untagged: IncreQA reads only the results of sql_execute (one of them holds 3)
+    server.respond(ChatPolicy(reply="There are 4 patients."))
+    row = run_trial(chatqa_agent(server), chatqa_task(database), 0, "b1", tmp_path)
+    assert (row["status"], row["correct"]) == ("completed", True)
+
+
+def test_text_replies_count_against_the_action_budget(server, database, tmp_path):
+    # EHR-ChatQA's agent loop: max_num_steps steps, a reply to the user being one of them; a conversation the user
+    # did not end scores 0, and its validator asks no model (the agent used all its turns)
+    policy = ChatPolicy([user_error("never asked")], chatty=True, user_stops=False)
+    server.respond(policy)
+    agent = chatqa_agent(server, max_actions=3)
+
+    answer = agent.run(chatqa_task(database).view)
+
+    assert answer.stop_reason == "max_actions" and not answer.user_error
+    assert policy.roles.count("agent") == 3 and "validator" not in policy.roles
+    assert (answer.tool_calls, answer.transcript[-1]["agent_steps"]) == (0, 3)
+    row = run_trial(chatqa_agent(server, max_actions=3), chatqa_task(database), 0, "b1", tmp_path)
+    assert (row["status"], row["reward"]) == ("completed", 0.0)
+
+
+def test_a_turn_runs_its_first_tool_call_only(server, database):
+    # the published agent asks for no parallel calls and keeps the first of a turn; text beside a call is not sent
+    policy = ChatPolicy(first=Reply(text="Let me look.", tool_calls=(("sql_execute", {"query": "select 1"}),
+                                                                     ("table_search", {}))))
+    server.respond(policy)
+
+    answer = chatqa_agent(server).run(chatqa_task(database).view)
+
+    first = answer.transcript[2]
+    assert first["content"] == "Let me look." and [c["function"]["name"] for c in first["tool_calls"]] == [
+        "sql_execute"]
+    assert answer.transcript[3] == {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"],
+                                    "content": "[(1,)]"}
+    assert answer.tool_calls == 1 and answer.transcript[-1]["agent_steps"] == 2
+    assert [m["content"] for m in answer.transcript[-1]["user_attempts"][0]["conversation"]
+            if m["role"] == "agent"] == ["There are 3 patients in the database: <answer>3</answer>."]
 
 
 def test_a_rejected_conversation_is_rerun_with_the_validators_explanation(server, database):

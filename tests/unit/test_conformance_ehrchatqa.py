@@ -108,7 +108,7 @@ def test_increqa_needs_the_user_to_end_the_conversation():
 
 
 def test_increqa_counts_the_submitted_answer_as_an_executed_result():
-    # ours: the agent's submit_answer SQL is run by the harness, as EHR-ChatQA's agent runs its final SQL
+    # ours: the rows a baseline hands over (the oracle's answer_rows) count as one more executed result
     assert reward("incre", DRUGS, conversation(reply("Done.")), answer_rows=[["heparin"], ["aspirin"]]) == 1.0
 
 
@@ -194,3 +194,16 @@ def test_success_rate_is_the_mean_over_tasks_and_success_is_a_reward_of_one():
     assert success_rate_over_tasks([[1.0], [1.0, 0.0, 0.0]]) == pytest.approx(2 / 3)
     # Pass^k counts a success at reward == 1 (tau-bench: ≥ 1 − 1e-6): Pass^1 of [1 − 1e-7, 0.999] = 1/2
     assert pass_hat_k_mean([[1 - 1e-7, 0.999]], 1) == pytest.approx(0.5)
+
+
+def test_a_models_own_words_equal_to_the_gold_string_do_not_pass_an_incre_task():
+    # the published IncreQA reward reads only sql_execute results: a reply that states the gold answer string, with no
+    # query behind it, is no success (the baseline's equal string is: it is the gold itself)
+    gold_text = "[['aspirin'], ['heparin']]"
+    gold = Gold(True, gold_text, "select …", answer_rows=DRUGS, task_type="incre")
+    task = EvalTask(TaskView("chatqa", "c", "mimic_iv", "instruction"), gold)
+    said = AgentAnswer(transcript=conversation(reply(f"<answer>{gold_text}</answer>")), stop_reason="text",
+                       answer_text=gold_text, free_text=True)
+    assert score_trial(task, said)["reward"] == 0.0
+    handed_over = AgentAnswer(transcript=conversation(reply("Done.")), stop_reason="text", answer_text=gold_text)
+    assert score_trial(task, handed_over)["reward"] == 1.0  # a baseline's string is the gold's own

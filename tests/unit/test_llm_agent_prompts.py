@@ -1,7 +1,9 @@
 """The LLM agent's prompts, rendered for fixed tasks of every suite, are byte-identical to the texts the agent sent
 before its prompts moved out of Python into template files (ehrbench/agents/llm_agent/prompts/). The expected texts
 in llm_agent_prompts.json were captured by running the agent as it was (one module, prompts as string constants), so
-an edited template — a re-wrapped line, a trailing space, a lost newline — fails here.
+an edited template — a re-wrapped line, a trailing space, a lost newline — fails here. The chatqa prompts were
+replaced on purpose by EHR-ChatQA's published agent instruction and rules (ehrbench.agents.llm_agent.chatqa) and
+captured anew: by task type (incre, adapt, not given), engine, database, and with web_search offered.
 
 Each suite runs for real (its tools over a tiny database, the simulated user in chatqa) against an in-process
 scripted model that records every request; the system and user messages the agent model received are compared."""
@@ -28,6 +30,8 @@ from tests.fhir_fakes import write_resources_db
 EXPECTED = Path(__file__).with_name("llm_agent_prompts.json")
 SANDBOX = "unsafe: prompt rendering only"  # the SQL runs in-process: what is tested is the text, not isolation
 CONTEXT = "Assume the current time is 2100-12-31 23:59:00."
+# EHR-ChatQA's task type of each chatqa scenario, as the harness hands it to the agent (none: not given)
+TASK_TYPES = {"chatqa": "incre", "chatqa_adapt_eicu_sqlite_web": "adapt"}
 
 
 class ScriptedModel:
@@ -85,8 +89,10 @@ def data(tmp_path_factory) -> dict[str, Path]:
 
 
 def scenarios(data: dict[str, Path]) -> dict[str, tuple[dict, TaskView, list]]:
-    """name -> (agent options, task, the agent model's script). A text reply first draws the one nudge."""
+    """name -> (agent options, task, the agent model's script). A text reply first draws the one nudge
+    (in chatqa it goes to the simulated user)."""
     submit_sql = ("submit_answer", {"sql": "select count(*) from patients"})
+    count_sql = ("sql_execute", {"query": "select count(*) from patients"})
     return {
         "ehrsql_tools_duckdb": ({}, TaskView("ehrsql", "q1", "mimic_iv", "Which patients are alive?",
                                              context=CONTEXT, database=data["duckdb"]), ["Two.", submit_sql]),
@@ -96,7 +102,14 @@ def scenarios(data: dict[str, Path]) -> dict[str, tuple[dict, TaskView, list]]:
                                       TaskView("ehrsql", "q3", "mimic_iv", "How many patients {are} there?",
                                                context=CONTEXT, database=data["duckdb"]), ["null"]),
         "chatqa": ({}, TaskView("chatqa", "c1", "mimic_iv", "You want the number of patients.", context=CONTEXT,
-                                database=data["duckdb"]), [submit_sql, "There are 2 patients."]),
+                                database=data["duckdb"]), [count_sql, "There are 2 patients."]),
+        "chatqa_adapt_eicu_sqlite_web": ({"web_search": "http://127.0.0.1:9/search"},
+                                         TaskView("chatqa", "c2", "eicu", "You want the number of patients.",
+                                                  context="Assume the current time is 2105-06-30 08:00:00.",
+                                                  database=data["sqlite"]),
+                                         [count_sql, "There are two patients: <answer>2</answer>."]),
+        "chatqa_no_task_type": ({}, TaskView("chatqa", "c3", None, "You want the number of patients.",
+                                             database=data["duckdb"]), [count_sql, "There are 2 patients."]),
         "fhir": ({"fhir_variant": "retriever"},
                  TaskView("fhir", "f1", "mimic_iv", "What is the patient's gender?", context=CONTEXT,
                           fhir_resources=data["fhir"], patient_fhir_id="pat-a"),
@@ -115,7 +128,8 @@ def rendered_prompts(data: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> 
     for name, (options, view, script) in scenarios(data).items():
         model = ScriptedModel(script)
         monkeypatch.setattr(LlmAgent, "chat_model", lambda self, spec=None, model=model: model)
-        agent = LlmAgent(parse_agent("llm:openai:scripted", {"max_retries": 0, **options}), sandbox=SANDBOX)
+        agent = LlmAgent(parse_agent("llm:openai:scripted", {"max_retries": 0, **options}), sandbox=SANDBOX,
+                         task_types={(view.suite, view.task_id): TASK_TYPES.get(name)})
         agent.run(view)
         prompts[name] = [message for message in model.agent_requests[-1] if message["role"] in ("system", "user")]
     return prompts

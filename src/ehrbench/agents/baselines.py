@@ -42,8 +42,9 @@ class AbstainAgent:
 
 def make_agents(configs: list[AgentConfig], gold: Mapping[tuple[str, str], Gold],
                 api_keys: Mapping[str, str] | None = None, *, sandbox: str | None = None) -> list[Agent]:
-    """The agents of a run. `gold` goes to the oracle, and the chatqa gold SQL to the LLM agents' simulated-user
-    validator, which reads it as EHR-ChatQA's does (never the agent, the user or the verifier); `api_keys` (by agent
+    """The agents of a run. `gold` goes to the oracle; of the chatqa gold, the SQL goes to the LLM agents'
+    simulated-user validator, which reads it as EHR-ChatQA's does (never the agent, the user or the verifier), and the
+    task type (IncreQA or AdaptQA) to the agent, whose published rules differ by type; `api_keys` (by agent
     name) to the LLM agents whose key the caller resolved (a Prefect Secret); the others read theirs from the
     environment. `sandbox`: the isolation of the LLM agents' SQL and Python (ehrbench.agents.sandbox.isolation),
     default bubblewrap."""
@@ -56,7 +57,8 @@ def make_agents(configs: list[AgentConfig], gold: Mapping[tuple[str, str], Gold]
         else:
             from ehrbench.agents.llm_agent import LlmAgent  # the model SDKs load only when an LLM is evaluated
 
-            validator_gold = {key: task_gold.sql for key, task_gold in gold.items() if key[0] == "chatqa"}
+            chatqa = {key: task_gold for key, task_gold in gold.items() if key[0] == "chatqa"}
             agents.append(LlmAgent(config, (api_keys or {}).get(config.name), sandbox=sandbox or "bubblewrap",
-                                   validator_gold=validator_gold))
+                                   validator_gold={key: g.sql for key, g in chatqa.items()},
+                                   task_types={key: g.task_type for key, g in chatqa.items()}))
     return agents

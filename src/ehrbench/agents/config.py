@@ -31,6 +31,7 @@ class LlmOptions(BaseModel):
 
     ehrsql_mode: Literal["single_turn", "tools"] = "tools"  # EHRSQL-2024 text-to-SQL, or a ReAct agent with tools
     fhir_variant: Literal["retriever", "search", "code"] = "code"  # FHIR-AgentBench's agent designs
+    # chatqa counts its replies to the user as steps too, as EHR-ChatQA's agent loop does
     max_actions: int = Field(30, ge=1, le=200, description="Tool calls per trial (EHR-ChatQA: 30).")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (the APIs' own range).")
     # 10^6: the largest context windows offered (Gemini); more is a typo, not a request

@@ -22,9 +22,9 @@ Ours, where ehrbench's harness differs from EHR-ChatQA's:
 - Results are read back from the transcript's `sql_execute` texts (`ehrbench.scoring.transcripts`), not re-run: they
   are the first k ≤ 100 rows in the query's order, the published re-run sorts all rows first (the same for results of
   at most 100 rows).
-- An IncreQA agent records its final SQL with submit_answer, which the harness runs: those rows count as one more
-  executed result.
-- An answer string equal to the gold answer string (a baseline's) is the gold answer.
+- Rows an agent hands over as its answer (`AgentAnswer.answer_rows`: the oracle's) count as one more executed result.
+- An answer string equal to the gold answer string is the gold answer when it is a baseline's, never when it is a
+  model's own words (`free_text`): an IncreQA reply cannot pass without running SQL.
 - The gold rows are `Gold.answer_rows`; without them the gold answer string's cells (floats already rounded to 3
   decimals) stand in.
 - An unanswerable task (EHR-ChatQA has none) is right when the agent abstained.
@@ -146,7 +146,8 @@ def score_trial(task: EvalTask, answer: AgentAnswer) -> dict:
     wanted = gold_result(gold)
     if answer.stop_reason == "max_actions" or wanted is None:
         correct = False
-    elif answer.answer_text is not None and gold.answer_text is not None and answer.answer_text == gold.answer_text:
+    elif (not answer.free_text and answer.answer_text is not None and gold.answer_text is not None
+          and answer.answer_text == gold.answer_text):
         correct = True
     elif kind == "adapt":
         golds = gold_answers(wanted)

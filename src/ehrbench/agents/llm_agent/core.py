@@ -44,7 +44,8 @@ class LlmAgent:
     """An agent backed by a tool-calling model; `api_key` is resolved by the caller (environment or secret)."""
 
     def __init__(self, config: AgentConfig, api_key: str | None = None, *, sandbox: str = "bubblewrap",
-                 validator_gold: Mapping[tuple[str, str], str | None] | None = None) -> None:
+                 validator_gold: Mapping[tuple[str, str], str | None] | None = None,
+                 task_types: Mapping[tuple[str, str], str | None] | None = None) -> None:
         if config.kind != "llm":
             raise ValueError(f"agent {config.name!r} is not an llm agent")
         self.config = config
@@ -54,6 +55,9 @@ class LlmAgent:
         # (suite, task id) -> the gold SQL of a chatqa task, which the harness hands over for the simulated-user
         # validator alone (EHR-ChatQA's validator reads it); never sent to the agent's model or the simulated user
         self._validator_gold = dict(validator_gold or {})
+        # (suite, task id) -> EHR-ChatQA's task type (incre | adapt) of a chatqa task: the published agent's rules
+        # hold the grading rules of its task type (glee4810/EHR-ChatQA src/envs/rules.py); unknown: both
+        self._task_types = dict(task_types or {})
 
     def __repr__(self) -> str:  # never the key
         return f"LlmAgent({self.config.name!r}, model={self.config.model!r})"
@@ -77,6 +81,10 @@ class LlmAgent:
     def validator_gold_sql(self, view: TaskView) -> str | None:
         """The gold SQL the simulated-user validator reads for this task (None when the harness gave none)."""
         return self._validator_gold.get((view.suite, view.task_id))
+
+    def task_type(self, view: TaskView) -> str | None:
+        """EHR-ChatQA's task type of this task (incre | adapt), None when the harness gave none."""
+        return self._task_types.get((view.suite, view.task_id))
 
     def value_similarity(self) -> ValueSimilarity:
         """How value_similarity_search ranks for this agent (shared by its trials in this process)."""
