@@ -20,7 +20,6 @@ transient failure of the trial. The texts are in ehrbench.agents.simulated_user_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,7 +38,7 @@ from ehrbench.agents.simulated_user_prompts import (
 )
 from ehrbench.llm.chat import endpoint_name
 from ehrbench.llm.tool_chat import ChatTurn, ToolChatModel, Usage
-from ehrbench.llm.verdicts import verdict
+from ehrbench.llm.verdicts import first_json_object, verdict
 
 __all__ = ["STOP_TOKEN", "USER_SYSTEM_PROMPT", "VALIDATOR_PROMPT", "VERIFIER_PROMPT", "SimulatedUser", "UserTurn",
            "Validation", "render_conversation", "validate_conversation"]
@@ -221,18 +220,8 @@ def render_conversation(conversation: list[dict]) -> str:
 def _validator_result(text: str | None) -> dict | None:
     """The first JSON object in `text` whose "result" is user_error or no_error (bare, fenced or amid prose), its
     result normalised; None when there is none."""
-    text = text or ""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict) and str(value.get("result", "")).strip().lower() in (USER_ERROR, NO_ERROR):
-            return {**value, "result": str(value["result"]).strip().lower()}
-        start = text.find("{", start + 1)
-    return None
+    value = first_json_object(text, lambda obj: str(obj.get("result", "")).strip().lower() in (USER_ERROR, NO_ERROR))
+    return {**value, "result": str(value["result"]).strip().lower()} if value is not None else None
 
 
 def _text(turn: ChatTurn) -> str:

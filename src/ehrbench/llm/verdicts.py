@@ -5,11 +5,11 @@ and validator and by the answer judge."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 
-def verdict(text: str | None, key: str) -> tuple[bool, dict] | None:
-    """(flag, object) of the first JSON object in `text` whose `key` is a boolean (or "true"/"false"); None when
-    there is none (an unreadable verdict, which each caller handles its own way)."""
+def first_json_object(text: str | None, accepted: Callable[[dict], bool]) -> dict | None:
+    """The first JSON object in `text` (bare, fenced or amid prose) that `accepted` takes; None when there is none."""
     text = text or ""
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -18,11 +18,17 @@ def verdict(text: str | None, key: str) -> tuple[bool, dict] | None:
             value, _ = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
             value = None
-        flag = _flag(value.get(key)) if isinstance(value, dict) else None
-        if flag is not None:
-            return flag, value
+        if isinstance(value, dict) and accepted(value):
+            return value
         start = text.find("{", start + 1)
     return None
+
+
+def verdict(text: str | None, key: str) -> tuple[bool, dict] | None:
+    """(flag, object) of the first JSON object in `text` whose `key` is a boolean (or "true"/"false"); None when
+    there is none (an unreadable verdict, which each caller handles its own way)."""
+    value = first_json_object(text, lambda obj: _flag(obj.get(key)) is not None)
+    return (_flag(value[key]), value) if value is not None else None
 
 
 def _flag(value: object) -> bool | None:
