@@ -241,6 +241,7 @@ def test_agent_sql_returning_gigabytes_keeps_the_evaluator_small(published: Path
     assert "50" in replies["after"]  # the sandbox still answers after its worker ran out of memory
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_a_runaway_query_is_stopped_and_the_next_one_runs(published: Path):
     database = published / "benchmarks" / "20260101T000000Z" / "db" / "ehrsql2024" / "mimic_iv.duckdb"
     with DatabaseTools(database, timeout_s=1) as tools:

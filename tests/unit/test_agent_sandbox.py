@@ -129,6 +129,7 @@ def test_syntax_errors_become_sql_errors(database: Path):
     ("sqlite", "with recursive c(n) as (select 1 union all select n + 1 from c where n < 10000000000) "
                "select count(*) from c"),
 ])
+@pytest.mark.slow  # waits out a timeout
 def test_long_queries_stop_at_the_timeout(build: Path, engine: str, sql: str):
     with SqlSandbox(build / f"agent.{engine}", timeout_s=1) as sandbox:
         start = time.monotonic()
@@ -246,6 +247,7 @@ def test_big_allocations_fail_with_memory_error():
     assert result.exit_status == 1 and "MemoryError" in result.stderr
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_an_infinite_loop_is_killed_at_the_timeout():
     start = time.monotonic()
     result = run_python("while True:\n    pass", timeout_s=1)
@@ -253,6 +255,7 @@ def test_an_infinite_loop_is_killed_at_the_timeout():
     assert result.timed_out and result.killed_reason == "wall-clock timeout after 1 s"
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_cpu_time_is_limited():
     result = run_python("while True:\n    pass", timeout_s=10, cpu_s=1)
     assert not result.timed_out and result.killed_reason.startswith("CPU time limit")

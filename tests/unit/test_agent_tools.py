@@ -176,6 +176,7 @@ def test_sql_execute_notes_the_rows_not_shown_and_caps_k_at_100(tools):
     assert commented == "[(0,)]\n\nNote: There are 249 results not shown (out of 250 total results)."
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_sql_execute_takes_the_published_timeout_argument(folder):
     endless = "with recursive r(n) as (select 1 union all select n + 1 from r) select count(*) from r"
     with DatabaseTools(folder / "ehr.sqlite", timeout_s=30) as toolbox:
@@ -594,6 +595,7 @@ def test_execute_python_sees_the_retrieved_resources(fhir):
         "Error: code is empty; send a Python program that prints its result")
 
 
+@pytest.mark.slow  # waits out a timeout
 def test_execute_python_reports_a_timeout(resources_db, index):
     with FhirTools(resources_db, index=index, python_timeout_s=1) as toolbox:
         text = call(toolbox, "execute_python", code="while True:\n    pass")
