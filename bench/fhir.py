@@ -67,7 +67,7 @@ texts = [t for (t,) in con.execute("select resource::varchar from resources orde
                                    [args["validate_sample"]]).fetchall()]
 con.close()
 t = time.perf_counter()
-report = validate_resources(texts)
+report = validate_resources(texts, expected=len(texts))  # as the build validates: on every CPU
 out = {"validate_s": time.perf_counter() - t, "validated": report.checked, "invalid": len(report.failures)}
 """
 

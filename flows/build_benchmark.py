@@ -89,9 +89,10 @@ def build_benchmark(
             mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
             start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
             questions=questions, dq=dq)
-    load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
+    recipes = load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
     dbt_vars = ProfileVars.for_build(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
-                                     start_year=parameters.start_year, time_span=parameters.time_span)
+                                     start_year=parameters.start_year, time_span=parameters.time_span,
+                                     ).with_dq(parameters.seed, recipes.extract.patients)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
     build_id = new_build_id(layout.benchmarks)
     logs = layout.build_logs(build_id)
@@ -121,7 +122,7 @@ def build_benchmark(
                 releases = ingest(parameters, layout)
                 done(ingest_detail(releases))
             with stage("transform") as done:
-                dbt_runs = transform(layout, logs)
+                dbt_runs = transform(layout, dbt_vars, logs)
                 done(dbt_detail(dbt_runs))
             absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
             with stage("validate") as done:

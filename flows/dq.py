@@ -38,7 +38,7 @@ def build_audit_tasks(layout: DataLayout, build_dir: Path, profile_vars: Profile
     logger = get_run_logger()
     recipes = load_recipes(settings.recipes)
     run = run_dbt(["build", "--select", "dq"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars={**profile_vars.to_dbt_vars(), "dq": {"seed": seed, "patients": recipes.extract.patients}},
+                  vars=profile_vars.with_dq(seed, recipes.extract.patients).to_dbt_vars(),
                   log_dir=log_dir)
     log_dbt_run(run, log_dir)
     extract = read_extract(layout.warehouse)

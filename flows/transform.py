@@ -8,14 +8,17 @@ from pathlib import Path
 from prefect import flow
 
 from ehrbench.layout import DataLayout
+from ehrbench.profiles import ProfileVars
 from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, markdown_artifact
 
 
 @flow(name="transform")
-def transform(layout: DataLayout, log_dir: Path) -> list[DbtRun]:
+def transform(layout: DataLayout, profile_vars: ProfileVars, log_dir: Path) -> list[DbtRun]:
+    """dbt build of the staging models. Staging reads no vars; it gets the build's so that the later stages' dbt
+    commands reuse this one's parse."""
     run = run_dbt(["build", "--select", "staging"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  log_dir=log_dir)
+                  vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)
     warnings = [node for node in run.nodes if node.status == "warn"]
     markdown_artifact(

@@ -63,9 +63,12 @@ def databases_detail(databases: Mapping[str, DatabaseEntry | dict]) -> str:
 def fhir_detail(fhir: FhirEntry | Mapping) -> str:
     fhir = FhirEntry.model_validate(fhir)
     counts = fhir.counts
-    grounded = fhir.ground_truth.get("ehrsql2024_valid")
-    return (f"{sum(counts.values()):,} resources of {len(counts)} types, {fhir.validated:,} validated"
-            + (f"; EHRSQL-2024 valid grounded: {grounded.get('questions', '?')} questions" if grounded else ""))
+    line = f"{sum(counts.values()):,} resources of {len(counts)} types, {fhir.validated:,} validated"
+    if grounding := fhir.ground_truth.get("ehrsql2024_valid"):
+        shares = grounding["all"]  # ground_truth.GroundingSummary: mapped (ids found) or empty (gold reads none)
+        line += (f"; EHRSQL-2024 valid questions grounded: {shares['mapped'] + shares['empty']:,} of "
+                 f"{shares['questions']:,}")
+    return line
 
 
 def questions_detail(questions: QuestionsEntry | Mapping) -> str:

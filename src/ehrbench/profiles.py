@@ -189,15 +189,28 @@ class Ehrsql2024Vars(TimeShift):
     current_ratio: float
 
 
+class DqVars(BaseModel):
+    """The `dq` models' var group: the audit extract's seeded patient sample."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int
+    patients: int
+
+
 class ProfileVars(BaseModel):
     """The dbt `--vars` of every profile of a build, typed (`profile_vars` gives the same as a dict). The field
-    order is the dict's, so `to_dbt_vars()` yields exactly what dbt and the manifest have always been given."""
+    order is the dict's, so `to_dbt_vars()` yields exactly what dbt and the manifest have always been given.
+
+    A build gives every dbt command the same vars (`dq` included): dbt re-parses the whole project (~12 s) whenever
+    its vars differ from the previous command's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ehrsql2024: Ehrsql2024Vars
     ehrsql_eicu: TimeShift
     renamed_random: dict[str, dict[str, Any]]  # per database, the drawn names (SchemaRename.dbt_var())
+    dq: DqVars | None = None
 
     @classmethod
     def for_build(cls, seed: int, eicu_preset: str = "ehrchatqa", **time_overrides: Any) -> ProfileVars:
@@ -208,6 +221,10 @@ class ProfileVars(BaseModel):
         """The time parameters of a var group (the one a database reads its current time from)."""
         return {"ehrsql2024": self.ehrsql2024, "ehrsql_eicu": self.ehrsql_eicu}[group]
 
+    def with_dq(self, seed: int, patients: int) -> ProfileVars:
+        """These vars with the `dq` group of an audit extract of `patients` patients drawn with `seed`."""
+        return self.model_copy(update={"dq": DqVars(seed=seed, patients=patients)})
+
     def to_dbt_vars(self) -> dict[str, dict[str, Any]]:
         """The plain dict dbt takes as `--vars` (and the manifest records as `profile_vars`)."""
-        return self.model_dump()
+        return self.model_dump(exclude_none=True)

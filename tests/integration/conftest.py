@@ -1,10 +1,15 @@
-"""Fixtures shared by the integration tests of the FHIR view."""
+"""Fixtures shared by the integration tests: the demo build of the CLI (built once per test session) and the FHIR
+view's warehouse."""
 
 from __future__ import annotations
 
 import csv
 import gzip
 import json
+import os
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +18,54 @@ from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
 from ehrbench.transform import run_dbt
 from ehrbench.warehouse import connect
+from tests.conftest import EHRSQL_2024
+from tests.integration.ehrbench_cli import EHRBENCH, run_cli
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url():
+    """A Prefect test server for the CLI's runs (and the tests that start flows in-process)."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield PREFECT_API_URL.value()
+
+
+@pytest.fixture(scope="session")
+def cli_env(prefect_api_url, mimic_demo_dir, eicu_demo_dir, tmp_path_factory):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EHRBENCH_", "PREFECT_"))}
+    home = tmp_path_factory.mktemp("prefect-home")
+    env.update(PREFECT_API_URL=prefect_api_url, DO_NOT_TRACK="1", PREFECT_HOME=str(home),
+               PREFECT_PROFILES_PATH=str(home / "profiles.toml"),
+               EHRBENCH_MIMIC_IV_DIR=str(mimic_demo_dir), EHRBENCH_EICU_DIR=str(eicu_demo_dir),
+               EHRBENCH_REPORT_DIR=str(tmp_path_factory.mktemp("report") / "site"))
+    if EHRSQL_2024.is_dir():  # the published questions to ground in FHIR resources
+        env["EHRBENCH_EHRSQL2024_DIR"] = str(EHRSQL_2024)
+    return env
+
+
+@pytest.fixture(scope="session")
+def demo_build(cli_env, tmp_path_factory) -> dict:
+    """The demo build, by `ehrbench build` in the background; while it holds the warehouse, a second build must fail
+    fast. Built once per session: the files that use it form one group of tests/conftest.py's SHARED_FIXTURE_GROUPS,
+    run by one pytest-xdist worker. They may add to its data directory (evaluations, failing builds) but not change a
+    build."""
+    data_dir = tmp_path_factory.mktemp("data")
+    first = subprocess.Popen([EHRBENCH, "build", "--data-dir", str(data_dir)], env=cli_env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = data_dir / "build.lock"
+    deadline = time.monotonic() + 300
+    while not (lock.exists() and lock.read_text().strip()) and first.poll() is None:
+        assert time.monotonic() < deadline, "first build never took the build lock"
+        time.sleep(0.2)
+    started = time.monotonic()
+    second = run_cli(["build", "--data-dir", str(data_dir)], cli_env)
+    second_seconds = time.monotonic() - started
+    out, err = first.communicate(timeout=900)
+    assert first.returncode == 0, err[-3000:]
+    return {"data_dir": data_dir, "folder": Path(out.strip().splitlines()[-1]), "second": second,
+            "second_seconds": second_seconds, "stdout": out, "stderr": err}
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""The real build on the demo data through the CLI: publish, reuse, and bad input that must leave
-the published builds untouched. Runs against one Prefect test server for the module."""
+"""The real build on the demo data through the CLI (the session's `demo_build`, tests/integration/conftest.py): what
+it publishes, bad input that must leave the published builds untouched, and evaluations on it. A second build in
+the same data directory is test_prefect_deployment's (one xdist group, tests/conftest.py, so the demo is built once)."""
 
 from __future__ import annotations
 
@@ -23,38 +24,10 @@ import pytest
 from ehrbench.profiles import schema_renames
 from ehrbench.renaming import SchemaRename, published_rename
 from tests.browser import chromium_page, screenshot
-from tests.conftest import SHARED_DATA, mimic_fhir_id
+from tests.conftest import EHRSQL_2024, mimic_fhir_id
+from tests.integration.ehrbench_cli import EHRBENCH, error_line, run_cli
 
 pytestmark = pytest.mark.integration
-
-EHRBENCH = str(Path(sys.executable).with_name("ehrbench"))
-EHRSQL_2024 = SHARED_DATA / "ehrsql-2024" / "mimic_iv"
-
-
-@pytest.fixture(scope="module")
-def prefect_api_url():
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield PREFECT_API_URL.value()
-
-
-@pytest.fixture(scope="module")
-def cli_env(prefect_api_url, mimic_demo_dir, eicu_demo_dir, tmp_path_factory):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("EHRBENCH_", "PREFECT_"))}
-    home = tmp_path_factory.mktemp("prefect-home")
-    env.update(PREFECT_API_URL=prefect_api_url, DO_NOT_TRACK="1", PREFECT_HOME=str(home),
-               PREFECT_PROFILES_PATH=str(home / "profiles.toml"),
-               EHRBENCH_MIMIC_IV_DIR=str(mimic_demo_dir), EHRBENCH_EICU_DIR=str(eicu_demo_dir),
-               EHRBENCH_REPORT_DIR=str(tmp_path_factory.mktemp("report") / "site"))
-    if EHRSQL_2024.is_dir():  # the published questions to ground in FHIR resources
-        env["EHRBENCH_EHRSQL2024_DIR"] = str(EHRSQL_2024)
-    return env
-
-
-def run_cli(args: list[str], env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([EHRBENCH, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def run_prefect(args: list[str], env: dict) -> subprocess.CompletedProcess:
@@ -62,44 +35,17 @@ def run_prefect(args: list[str], env: dict) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def error_line(text: str) -> str:
-    """The CLI's own one-line error (Prefect's run logs may surround it)."""
-    lines = [line for line in text.splitlines() if line.startswith("ehrbench: error:")]
-    assert len(lines) == 1, text[-3000:]
-    return lines[0]
-
-
-@pytest.fixture(scope="module")
-def first_build(cli_env, tmp_path_factory):
-    """A build started in the background; while it holds the warehouse, a second build must fail fast."""
-    data_dir = tmp_path_factory.mktemp("data")
-    first = subprocess.Popen([EHRBENCH, "build", "--data-dir", str(data_dir)], env=cli_env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lock = data_dir / "build.lock"
-    deadline = time.monotonic() + 300
-    while not (lock.exists() and lock.read_text().strip()) and first.poll() is None:
-        assert time.monotonic() < deadline, "first build never took the build lock"
-        time.sleep(0.2)
-    started = time.monotonic()
-    second = run_cli(["build", "--data-dir", str(data_dir)], cli_env)
-    second_seconds = time.monotonic() - started
-    out, err = first.communicate(timeout=900)
-    assert first.returncode == 0, err[-3000:]
-    return {"data_dir": data_dir, "folder": Path(out.strip().splitlines()[-1]), "second": second,
-            "second_seconds": second_seconds, "stdout": out, "stderr": err}
-
-
-def test_concurrent_build_fails_fast_with_build_in_progress(first_build):
-    second = first_build["second"]
+def test_concurrent_build_fails_fast_with_build_in_progress(demo_build):
+    second = demo_build["second"]
     assert second.returncode != 0
     assert "build in progress" in error_line(second.stderr)
-    assert first_build["second_seconds"] < 60  # fails fast: no stage ran
+    assert demo_build["second_seconds"] < 60  # fails fast: no stage ran
 
 
-def test_the_build_tells_a_person_what_it_does_in_a_screenful(first_build):
+def test_the_build_tells_a_person_what_it_does_in_a_screenful(demo_build):
     """A line per stage, the warnings, the summary and the next commands on stderr; no dbt or Prefect chatter
     there; the published folder alone on stdout (not a terminal); dbt's and the run's full logs on disk."""
-    lines, folder = first_build["stderr"].strip().splitlines(), first_build["folder"]
+    lines, folder = demo_build["stderr"].strip().splitlines(), demo_build["folder"]
     assert len(lines) <= 40, "\n".join(lines)
     stage_lines = [line for line in lines if re.match(r"\[\d/8\] ", line)]
     assert [line.split()[1] for line in stage_lines] == ["ingest", "transform", "validate", "databases", "fhir",
@@ -109,15 +55,15 @@ def test_the_build_tells_a_person_what_it_does_in_a_screenful(first_build):
     assert f"  folder     {folder}" in lines[summary:]
     assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3]
     assert not any("Beginning flow run" in line or "START sql" in line or "\x1b[" in line for line in lines)
-    assert first_build["stdout"].strip() == str(folder)
-    logs = first_build["data_dir"] / "logs" / folder.name
+    assert demo_build["stdout"].strip() == str(folder)
+    logs = demo_build["data_dir"] / "logs" / folder.name
     dbt_log = (logs / "dbt.log").read_text()
     assert "START sql" in dbt_log and "\x1b[" not in dbt_log  # every node, without colour codes
     assert "[8/8] publish" in (logs / "build.log").read_text()
 
 
-def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
-    data_dir, folder = first_build["data_dir"], first_build["folder"]
+def test_build_publishes_manifest_with_verified_inputs_and_counts(demo_build):
+    data_dir, folder = demo_build["data_dir"], demo_build["folder"]
     benchmarks = data_dir / "benchmarks"
     assert folder.parent == benchmarks and folder.is_dir()
     assert os.readlink(benchmarks / "latest") == folder.name
@@ -155,8 +101,8 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(first_build):
     assert set(manifest["stages"]) >= {"databases"}
 
 
-def test_build_exports_the_benchmark_databases(first_build):
-    folder = first_build["folder"]
+def test_build_exports_the_benchmark_databases(demo_build):
+    folder = demo_build["folder"]
     manifest = json.loads((folder / "manifest.json").read_text())
     assert set(manifest["databases"]) == {"ehrsql2024/mimic_iv", "ehrsql_eicu/eicu", "renamed/mimic_iv", "renamed/eicu",
                                           "renamed_random/mimic_iv", "renamed_random/eicu"}
@@ -177,8 +123,8 @@ def test_build_exports_the_benchmark_databases(first_build):
     assert eicu["row_counts"]["patient"] > 0 and eicu["row_counts"]["vitalperiodic"] == 0
 
 
-def test_build_exports_the_renamed_profiles_and_hidden_files(first_build):
-    folder = first_build["folder"]
+def test_build_exports_the_renamed_profiles_and_hidden_files(demo_build):
+    folder = demo_build["folder"]
     manifest = json.loads((folder / "manifest.json").read_text())
     databases = manifest["databases"]
     published = {db: published_rename(db) for db in ("mimic_iv", "eicu")}
@@ -206,8 +152,8 @@ def test_build_exports_the_renamed_profiles_and_hidden_files(first_build):
     assert not list((folder / "db").rglob("*.parquet"))
 
 
-def test_build_exports_valid_fhir_resources(first_build):
-    folder = first_build["folder"]
+def test_build_exports_valid_fhir_resources(demo_build):
+    folder = demo_build["folder"]
     fhir = json.loads((folder / "manifest.json").read_text())["fhir"]
     assert fhir["counts"]["Patient"] == 94 and fhir["counts"]["Encounter"] > 94
     assert fhir["validated"] == sum(fhir["counts"].values()) and fhir["validated_patients"] is None
@@ -223,8 +169,8 @@ def test_build_exports_valid_fhir_resources(first_build):
     assert by_type == fhir["counts"]
 
 
-def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(first_build, cli_env):
-    data_dir = first_build["data_dir"]
+def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(demo_build, cli_env):
+    data_dir = demo_build["data_dir"]
     before = os.readlink(data_dir / "benchmarks" / "latest")
     result = run_cli(["build", "--data-dir", str(data_dir), "--strict-checksums"], cli_env)
     assert result.returncode == 1
@@ -234,8 +180,8 @@ def test_strict_checksums_fails_on_the_reconstructed_file_and_keeps_latest(first
     assert not list((data_dir / "benchmarks").glob("*.tmp"))
 
 
-def test_missing_directory_is_a_one_line_error(first_build, cli_env, tmp_path):
-    data_dir = first_build["data_dir"]
+def test_missing_directory_is_a_one_line_error(demo_build, cli_env, tmp_path):
+    data_dir = demo_build["data_dir"]
     before = sorted(p.name for p in (data_dir / "benchmarks").iterdir())
     missing = tmp_path / "no-such-release"
     result = run_cli(["build", "--data-dir", str(data_dir), "--mimic-iv-dir", str(missing)], cli_env)
@@ -245,7 +191,7 @@ def test_missing_directory_is_a_one_line_error(first_build, cli_env, tmp_path):
     assert sorted(p.name for p in (data_dir / "benchmarks").iterdir()) == before
 
 
-def test_truncated_local_file_is_rejected(first_build, cli_env, mimic_demo_dir, tmp_path):
+def test_truncated_local_file_is_rejected(demo_build, cli_env, mimic_demo_dir, tmp_path):
     broken = tmp_path / "mimic"
     for source in mimic_demo_dir.rglob("*"):
         if source.is_file():
@@ -255,7 +201,7 @@ def test_truncated_local_file_is_rejected(first_build, cli_env, mimic_demo_dir, 
     labevents = broken / "hosp" / "labevents.csv.gz"
     labevents.unlink()
     labevents.write_bytes((mimic_demo_dir / "hosp" / "labevents.csv.gz").read_bytes()[:200_000])
-    data_dir = first_build["data_dir"]
+    data_dir = demo_build["data_dir"]
     before = os.readlink(data_dir / "benchmarks" / "latest")
     result = run_cli(["build", "--data-dir", str(data_dir), "--mimic-iv-dir", str(broken)], cli_env)
     assert result.returncode == 1
@@ -264,31 +210,7 @@ def test_truncated_local_file_is_rejected(first_build, cli_env, mimic_demo_dir, 
     assert os.readlink(data_dir / "benchmarks" / "latest") == before
 
 
-def test_rebuild_reuses_unchanged_raw_tables_and_keeps_old_build(first_build, cli_env):
-    data_dir, old = first_build["data_dir"], first_build["folder"]
-    old_manifest = (old / "manifest.json").read_text()
-    # one question per template: the first build checked the questions; this one checks reuse (and stays quick)
-    result = run_cli(["build", "--data-dir", str(data_dir), "--seed", "7", "--questions-per-template", "1"], cli_env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    new = Path(result.stdout.strip().splitlines()[-1])
-    assert new != old and os.readlink(data_dir / "benchmarks" / "latest") == new.name
-    manifest = json.loads((new / "manifest.json").read_text())
-    assert manifest["seed"] == 7
-    assert manifest["parameters"]["questions"]["per_template"] == 1
-    assert {f["action"] for f in manifest["inputs"]} == {"unchanged", "absent"}
-    assert (old / "manifest.json").read_text() == old_manifest  # published builds are immutable
-    # another seed picks other rows for the audit tasks' errors
-    picked = [set(pq.read_table(build / "dq" / "combined" / "gold" / "labels.parquet").column("row_id").to_pylist())
-              for build in (old, new)]
-    assert picked[0] and picked[1] and picked[0] != picked[1]
-
-    listing = run_cli(["builds", "--data-dir", str(data_dir)], cli_env)
-    assert listing.returncode == 0
-    rows = [line for line in listing.stdout.splitlines() if old.name in line or new.name in line]
-    assert len(rows) == 2 and "* " + new.name in "\n".join(rows)
-
-
-def test_download_whose_bytes_do_not_match_fails_after_one_retry(first_build, cli_env, mimic_demo_dir):
+def test_download_whose_bytes_do_not_match_fails_after_one_retry(demo_build, cli_env, mimic_demo_dir):
     """The real downloader against a local HTTP server serving the demo folder: its chartevents is a
     reconstruction, so the bytes never match SHA256SUMS.txt."""
     from tests.unit.fakes import FileServer
@@ -297,7 +219,7 @@ def test_download_whose_bytes_do_not_match_fails_after_one_retry(first_build, cl
     try:
         env = {k: v for k, v in cli_env.items() if k != "EHRBENCH_MIMIC_IV_DIR"}
         env["EHRBENCH_MIMIC_IV_URL"] = server.url
-        data_dir = first_build["data_dir"]
+        data_dir = demo_build["data_dir"]
         before = os.readlink(data_dir / "benchmarks" / "latest")
         result = run_cli(["build", "--data-dir", str(data_dir)], env)
     finally:
@@ -313,10 +235,10 @@ def test_download_whose_bytes_do_not_match_fails_after_one_retry(first_build, cl
     assert os.readlink(data_dir / "benchmarks" / "latest") == before
 
 
-def test_build_grounds_the_ehrsql2024_questions_in_fhir_resources(first_build, mimic_demo_dir):
+def test_build_grounds_the_ehrsql2024_questions_in_fhir_resources(demo_build, mimic_demo_dir):
     if not EHRSQL_2024.is_dir():
         pytest.skip(f"EHRSQL-2024 data not found at {EHRSQL_2024}")
-    folder = first_build["folder"]
+    folder = demo_build["folder"]
     truth = json.loads((folder / "manifest.json").read_text())["fhir"]["ground_truth"]["ehrsql2024_valid"]
     single = truth["patient_scoped"]
     assert single["questions"] == 592  # answerable questions with a {patient_id} slot in the valid split
@@ -361,11 +283,11 @@ def test_build_grounds_the_ehrsql2024_questions_in_fhir_resources(first_build, m
     assert found == len(ids) > 500
 
 
-def test_build_generates_validated_questions_in_the_published_formats(first_build):
+def test_build_generates_validated_questions_in_the_published_formats(demo_build):
     from ehrbench.ehrsql.scoring import answers_match
     from ehrbench.questions.templates import load_templates
 
-    folder = first_build["folder"]
+    folder = demo_build["folder"]
     entry = json.loads((folder / "manifest.json").read_text())["questions"]
     assert entry["quarantined"] <= 0.05 * entry["generated"]
     assert entry["validation"]["data_docs"] and (folder / "reports" / "gx" / "index.html").is_file()
@@ -423,11 +345,11 @@ def test_build_generates_validated_questions_in_the_published_formats(first_buil
                           for r in gender)
 
 
-def test_build_writes_chatqa_tasks_that_reproduce_their_answers_on_the_renamed_databases(first_build):
+def test_build_writes_chatqa_tasks_that_reproduce_their_answers_on_the_renamed_databases(demo_build):
     from ehrbench.ehrsql.scoring import format_answer
     from ehrbench.questions.chatqa import demo_coverage, load_lay_terms
 
-    folder = first_build["folder"]
+    folder = demo_build["folder"]
     rows = pq.read_table(folder / "questions" / "questions.parquet").to_pylist()
     chatqa = [r for r in rows if r["suite"] == "chatqa"]
     kinds = {(r["db"], json.loads(r["extra"])["task_type"]) for r in chatqa}
@@ -454,11 +376,11 @@ def test_build_writes_chatqa_tasks_that_reproduce_their_answers_on_the_renamed_d
     assert report.unmatched == []
 
 
-def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(first_build, tmp_path):
+def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(demo_build, tmp_path):
     from ehrbench.dq.row_ids import row_id
     from ehrbench.dq.score import LABEL_COLUMNS
 
-    folder, data_dir = first_build["folder"], first_build["data_dir"]
+    folder, data_dir = demo_build["folder"], demo_build["data_dir"]
     manifest = json.loads((folder / "manifest.json").read_text())
     entry = manifest["dq"]
     recipes = [task["id"] for task in entry["recipe_book"]["tasks"]]
@@ -529,8 +451,8 @@ def test_build_writes_verified_audit_tasks_with_hidden_cluster_gold(first_build,
     assert json.loads(scored.stdout)["passed"] is False
 
 
-def test_evaluate_the_baseline_agents_on_every_suite_and_resume(first_build, cli_env):
-    data_dir = first_build["data_dir"]
+def test_evaluate_the_baseline_agents_on_every_suite_and_resume(demo_build, cli_env):
+    data_dir = demo_build["data_dir"]
     args = ["evaluate", "--agent", "oracle", "--agent", "abstain", "--trials", "2", "--limit", "15", "--run-id",
             "it", "--data-dir", str(data_dir)]
     result = run_cli(args, cli_env)
@@ -586,7 +508,7 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(first_build, cli
     assert sorted(folder.glob("part-*.parquet")) == parts
 
 
-def test_evaluate_an_llm_agent_through_a_real_model_server(first_build, cli_env, prefect_api_url):
+def test_evaluate_an_llm_agent_through_a_real_model_server(demo_build, cli_env, prefect_api_url):
     """`--agent llm:<model>@<base_url>` over HTTP: a scripted model that follows the gold (tests/gold_policy.py)
     drives every suite through the LLM machinery — prompts, tool calls, tools and sandbox, the simulated user, its
     verifier and the validator, answer SQL run by the harness, the FHIR answer match — so it must score 100 %; and
@@ -596,7 +518,7 @@ def test_evaluate_an_llm_agent_through_a_real_model_server(first_build, cli_env,
     from tests.gold_policy import GoldPolicy
     from tests.llm_servers import OpenAIServer
 
-    data_dir = first_build["data_dir"]
+    data_dir = demo_build["data_dir"]
     build_dir = (data_dir / "benchmarks" / "latest").resolve()
     Secret(value="sk-from-a-secret-block").save("ehrbench-test-key", overwrite=True)  # on the module's server
     with OpenAIServer() as server:
@@ -630,11 +552,11 @@ def test_evaluate_an_llm_agent_through_a_real_model_server(first_build, cli_env,
     assert limit["limit"] == 2 and limit["active_slots"] == 0
 
 
-def test_evaluate_on_a_dask_cluster(first_build, cli_env):
+def test_evaluate_on_a_dask_cluster(demo_build, cli_env):
     """`--dask-address`: the trials run in the worker processes of a (local) Dask cluster."""
     from distributed import LocalCluster
 
-    data_dir = first_build["data_dir"]
+    data_dir = demo_build["data_dir"]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         result = run_cli(["evaluate", "--agent", "oracle", "--suite", "ehrsql", "--suite", "dq", "--limit", "3",
                           "--run-id", "dask", "--dask-address", cluster.scheduler_address, "--data-dir", str(data_dir)],
@@ -644,14 +566,14 @@ def test_evaluate_on_a_dask_cluster(first_build, cli_env):
     assert len(trials) == 6 and (trials["reward"] == 1.0).all()
 
 
-def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_recorded(first_build, prefect_api_url):
+def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_recorded(demo_build, prefect_api_url):
     """503 after the SDK's own retries (none here): the trial is retried as a Prefect task retry and then scores;
     an endpoint that keeps failing leaves an error row (re-run on resume), and the run itself completes."""
     from flows.evaluate import evaluate_agents
     from tests.gold_policy import GoldPolicy
     from tests.llm_servers import OpenAIServer, Reply
 
-    data_dir = first_build["data_dir"]
+    data_dir = demo_build["data_dir"]
     build_dir = (data_dir / "benchmarks" / "latest").resolve()
     common = dict(suites=["ehrsql"], limit=1, transient_retries=1, retry_delay_s=0, data_dir=str(data_dir),
                   agent_options={"max_retries": 0}, report=False)  # in-process: would render into reports/site/
@@ -675,7 +597,7 @@ def test_a_transient_endpoint_failure_is_retried_by_prefect_and_a_lasting_one_re
 
 
 def test_a_dashboard_stage_the_api_keeps_refusing_leaves_complete_results_and_a_rerun_finishes(
-        first_build, prefect_api_url, tmp_path, monkeypatch):
+        demo_build, prefect_api_url, tmp_path, monkeypatch):
     """The Prefect API answers 503 "database is locked" whenever the dashboard stage starts: the stage's retries run
     out, the flow fails saying the trials are complete and how to finish; every trial is in the parquet parts. The
     same run id again runs no trial and renders the dashboard."""
@@ -685,7 +607,7 @@ def test_a_dashboard_stage_the_api_keeps_refusing_leaves_complete_results_and_a_
     import flows.prefect_api as prefect_api
     from flows.evaluate import DashboardNotRendered, evaluate_agents
 
-    data_dir = first_build["data_dir"]
+    data_dir = demo_build["data_dir"]
     monkeypatch.setattr(prefect_api, "FIRST_DELAY_S", 0.01)
     monkeypatch.setattr(prefect_api, "ATTEMPTS", 3)
     render, attempts = evaluate_flow.render_report, []
@@ -725,13 +647,13 @@ def test_a_dashboard_stage_the_api_keeps_refusing_leaves_complete_results_and_a_
     assert "dashboard-refused" in (tmp_path / "site" / "index.html").read_text()
 
 
-def test_a_killed_evaluation_resumes_without_losing_finished_trials(first_build, cli_env):
+def test_a_killed_evaluation_resumes_without_losing_finished_trials(demo_build, cli_env):
     """SIGKILL in the middle of a batch: the trials that had ended are recovered from their spilled rows, not run
     again; the resumed run completes the rest."""
     from tests.gold_policy import GoldPolicy
     from tests.llm_servers import OpenAIServer
 
-    data_dir = first_build["data_dir"]
+    data_dir = demo_build["data_dir"]
     build_dir = (data_dir / "benchmarks" / "latest").resolve()
     pending = data_dir / "results" / "run_id=killed" / "pending"
     policy = GoldPolicy(build_dir)

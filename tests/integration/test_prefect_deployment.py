@@ -5,8 +5,9 @@ A PostgreSQL cluster of the project's own (ehrbench.stack.postgres), `prefect se
 (non-default) port with a temporary PREFECT_HOME, the `local` process work pool, a worker, `prefect --no-prompt deploy
 --all` from the repository's prefect.yaml, then runs of `build-benchmark/demo` and `evaluate-agents/nightly` through
 the API, the nightly at full size (> 2,000 trial task runs) with both CPUs busy, and the UI in a browser. The data
-directory is temporary: the repository's data/ is never touched. Every process is started in its own session and its
-whole process group is stopped at teardown (worker before server; the worker needs a second SIGTERM).
+directory is a copy of the session's demo build (tests/integration/conftest.py), so the deployment's build is a second
+build in a data directory that has one; the repository's data/ is never touched. Every process is started in its own
+session and its whole process group is stopped at teardown (worker before server; the worker needs a second SIGTERM).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import duckdb
 import httpx
+import pyarrow.parquet as pq
 import pytest
 
 from ehrbench.stack.postgres import LocalPostgres, PostgresError, binaries
@@ -235,9 +237,18 @@ def _run_deployment(api: httpx.Client, flow_and_deployment: str, timeout: float,
     return flow_run, subflows, {a["key"] for a in artifacts if a["key"]}
 
 
-def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_demo_dir, prefect_stack):
+def _copy_of_data_dir(source: Path, target: Path) -> None:
+    """The raw files, the warehouse and the published builds of a data directory; not its runs, logs or servers."""
+    shutil.copytree(source, target, symlinks=True, ignore=lambda folder, names: [
+        name for name in names if Path(folder) == source and name in {"results", "logs", "run", "build.lock"}])
+
+
+def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_demo_dir, demo_build, prefect_stack):
     api_url, home, logs, tmp = (prefect_stack[k] for k in ("api_url", "home", "logs", "tmp"))
     data_dir = tmp / "data"
+    _copy_of_data_dir(demo_build["data_dir"], data_dir)
+    old = data_dir / "benchmarks" / demo_build["folder"].name
+    old_manifest = (old / "manifest.json").read_text()
     client_env = {**_base_env(home), "PREFECT_API_URL": api_url}
 
     _run(["work-pool", "create", "local", "--type", "process"], client_env, tmp)
@@ -262,7 +273,9 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         assert deployment["parameters"]["mimic_iv_dir"] == str(mimic_demo_dir)
         assert deployment["parameters"]["eicu_dir"] == str(eicu_demo_dir)
 
-        run, subflows, artifact_keys = _run_deployment(api, "build-benchmark/demo", timeout=600)
+        # another seed than the deployment's (parameters given to a run override the deployment's)
+        run, subflows, artifact_keys = _run_deployment(api, "build-benchmark/demo", timeout=600,
+                                                       parameters={"seed": 7})
     worker_log = _log_tail(logs / "worker.log", 60)
     assert run["state"]["type"] == "COMPLETED", f"{run['state']}\n--- worker log ---\n{worker_log}"
 
@@ -273,10 +286,24 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
     manifest = json.loads((data_dir / "benchmarks" / "latest" / "manifest.json").read_text())
     assert manifest["parameters"]["mimic_iv_dir"] == str(mimic_demo_dir)
     assert manifest["parameters"]["eicu_dir"] == str(eicu_demo_dir)
-    assert manifest["parameters"]["seed"] == 0 and manifest["parameters"]["strict_checksums"] is False
+    assert manifest["parameters"]["seed"] == 7 and manifest["parameters"]["strict_checksums"] is False
     unverified = {f"{f['dataset']}.{f['table']}" for f in manifest["inputs"] if f["status"] == "unverified"}
     assert "mimic_iv.chartevents" in unverified
     assert not (REPO / "data" / "benchmarks" / manifest["build_id"]).exists()
+
+    # a second build in the data directory: the raw tables are reused, the first build is untouched and still listed
+    new = data_dir / "benchmarks" / manifest["build_id"]
+    assert new != old and os.readlink(data_dir / "benchmarks" / "latest") == new.name
+    assert {f["action"] for f in manifest["inputs"]} == {"unchanged", "absent"}
+    assert (old / "manifest.json").read_text() == old_manifest  # published builds are immutable
+    picked = [set(pq.read_table(build / "dq" / "combined" / "gold" / "labels.parquet").column("row_id").to_pylist())
+              for build in (old, new)]
+    assert picked[0] and picked[1] and picked[0] != picked[1]  # another seed picks other rows for the audit errors
+    listing = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "builds", "--data-dir", str(data_dir)],
+                             env=client_env, capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0, listing.stderr
+    rows = [line for line in listing.stdout.splitlines() if old.name in line or new.name in line]
+    assert len(rows) == 2 and "* " + new.name in "\n".join(rows)
 
     # task runs say what they make (no `make_task-972`), and the Data Docs link points into the published folder
     with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ehrbench.fhir.validation import validate_resources
+from ehrbench.fhir.validation import PARALLEL_FROM, validate_resources
 
 PATIENT = {"resourceType": "Patient", "id": "51d2190c-cc46-56c5-b2ea-363895cbea75", "gender": "female",
            "birthDate": "2048-08-04", "deceasedDateTime": "2100-09-29T00:00:00-04:00"}
@@ -52,3 +52,21 @@ def test_empty_elements_and_codes_outside_required_bindings_fail():
     assert "Encounter.hospitalization is empty" in messages[0] and "Encounter.location is empty" in messages[1]
     assert "family" in messages[2]  # fhir.resources itself rejects empty strings
     assert "Observation.status 'done'" in messages[3] and "MedicationRequest.intent 'prescription'" in messages[4]
+
+
+def test_worker_processes_report_what_one_process_reports_in_input_order():
+    """A large set is dealt to worker processes; the report is the same as in-process, failures in input order and
+    capped the same way, whichever worker found them."""
+    texts = []
+    for i in range(41):
+        resource = {**PATIENT, "id": f"p{i}"}
+        if i % 7 == 3:
+            resource["gender"] = "F"
+        texts.append(json.dumps(resource))
+    texts[20] = "{not json\nspanning lines\t"  # a text of any content travels to its worker intact
+    serial = validate_resources(texts, max_failures=4)
+    parallel = validate_resources(texts, max_failures=4, workers=2, expected=PARALLEL_FROM)
+    assert parallel.checked == serial.checked == 41
+    assert parallel.failures == serial.failures
+    assert [label for label, _ in parallel.failures] == ["Patient/p3", "Patient/p10", "Patient/p17",
+                                                         "{not json\nspanning lines\t"]

@@ -9,7 +9,7 @@ import logging
 import pytest
 from rich.console import Console
 
-from ehrbench.build_summary import STAGES, ingest_detail, stage_line, summary_lines, summary_markdown
+from ehrbench.build_summary import STAGES, fhir_detail, ingest_detail, stage_line, summary_lines, summary_markdown
 from ehrbench.manifest import InputFile
 from ehrbench.manifest_parts import AuditTaskEntry, DqEntry, QuestionsEntry
 from ehrbench.progress import ANNOUNCED, PROGRESS, TrialCount, log_to_file, report_trials, terminal_progress
@@ -31,6 +31,17 @@ def captured() -> tuple[Console, io.StringIO]:
 def test_stage_lines_show_position_time_and_counts():
     assert stage_line("validate", 12.34, "2 suites") == "[3/8] validate     12.3 s  2 suites"
     assert stage_line("publish", 0.2, "x").startswith(f"[{len(STAGES)}/{len(STAGES)}] publish")
+
+
+def test_the_fhir_line_counts_resources_and_the_published_questions_grounded():
+    """The manifest's grounding entry (fhir.ground_truth.GroundingSummary.to_dict): a question is grounded when its
+    gold SQL's rows map to resources (mapped) or it reads no rows (empty); unmapped ones are not."""
+    entry = {"counts": {"Patient": 94, "Observation": 1000}, "files": {}, "validated": 1094,
+             "ground_truth": {"ehrsql2024_valid": {"all": {"questions": 931, "mapped": 732, "empty": 52,
+                                                            "unmapped": 147}}}}
+    assert fhir_detail(entry) == ("1,094 resources of 2 types, 1,094 validated; EHRSQL-2024 valid questions "
+                                  "grounded: 784 of 931")
+    assert fhir_detail({**entry, "ground_truth": {}}) == "1,094 resources of 2 types, 1,094 validated"
 
 
 def test_ingest_counts_tables_rows_and_what_was_not_verified():
