@@ -25,6 +25,10 @@ class TaskView:
     data_dir: Path | None = None  # the agent-visible data folder (dq)
     fhir_resources: Path | None = None  # the FHIR resources database (fhir)
     patient_fhir_id: str | None = None  # the Patient resource a fhir question is about (FHIR-AgentBench gives it)
+    # an imported published task: the protocol it is scored by and its database's 'now'; the harness runs the agent's
+    # final SQL as that protocol's scorer runs a prediction (ehrbench.scoring.prediction_sql)
+    protocol: str | None = None
+    current_time: str | None = None
 
 
 @dataclass(frozen=True)

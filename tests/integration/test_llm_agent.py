@@ -6,6 +6,7 @@ the comments."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import json
 import sqlite3
@@ -103,6 +104,17 @@ def test_tools_mode_explores_then_submits_sql_whose_rows_are_the_answer(server, 
     assert tool_results(second) == ["labs, patients"]  # published table_search: names joined by ", "
     assert (answer.value_search, answer.web_search) == ("lexical", "disabled")
     assert answer.transcript[-1]["content"] == "Answer recorded."
+
+
+@pytest.mark.parametrize("protocol, rows", [
+    (None, [["now"]]),  # a generated question: the SQL runs as written
+    ("ehrsql2024", [["2100-12-31 23:59:00"]]),  # scoring.py's post_process_sql: 'now' is the current time
+])
+def test_an_imported_tasks_sql_runs_as_its_published_scorer_runs_a_prediction(server, database, protocol, rows):
+    server.tool_call("submit_answer", {"sql": "SELECT 'now'"})
+    view = dataclasses.replace(ehrsql_view(database), protocol=protocol, current_time="2100-12-31 23:59:00")
+    answer = make_agent(server).run(view)
+    assert answer.answer_rows == rows and answer.sql == "SELECT 'now'"  # the agent's own SQL is kept
 
 
 def test_a_priced_model_is_costed_from_the_summed_tokens(server, database):

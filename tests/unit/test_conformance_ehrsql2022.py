@@ -4,30 +4,20 @@ on a small SQLite database, never from our output."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from ehrbench.metrics import PrecisionRecall
-from ehrbench.scoring import score_predictions, score_trial
+from ehrbench.scoring import prediction_sql, score_predictions, score_trial
 from ehrbench.scoring.ehrsql2022 import executed, outcome, post_process_sql, result_text
 from ehrbench.tasks import AgentAnswer, EvalTask, Gold, TaskView
+from tests.unit.scoring_database import scoring_database
 
 RIGHT, ABSTAINED, WRONG = "right", "abstained", "wrong"
 
 
 @pytest.fixture(scope="module")
 def execute():
-    con = sqlite3.connect(":memory:", check_same_thread=False)
-    con.executescript("""
-        CREATE TABLE t (id INTEGER, name TEXT, val REAL);
-        INSERT INTO t VALUES (1, 'aspirin', 94.0), (2, 'heparin', 7.42356), (3, 'insulin', NULL);
-        CREATE TABLE big (name TEXT);
-        CREATE TABLE nums (n INTEGER);
-    """)
-    con.executemany("INSERT INTO big VALUES (?)", [(f"a{i:03d}",) for i in range(100)])
-    con.executemany("INSERT INTO nums VALUES (?)", [(i,) for i in range(150)])
-    return lambda sql: con.execute(sql).fetchall()
+    return scoring_database()
 
 
 def item(gold: str | None, predicted: str | None, execute) -> str:
@@ -141,3 +131,9 @@ def _task(gold: Gold) -> EvalTask:
 ])
 def test_trials(rule, gold, answer, reward):
     assert score_trial(_task(gold), answer)["reward"] == reward, rule
+
+
+def test_a_trials_sql_is_run_as_evaluate_py_runs_a_prediction():
+    # evaluate.py lower-cases the predicted query before its other rewrites, so a value's case is lost with it
+    assert prediction_sql("ehrsql2022", "SELECT Name FROM T WHERE name = 'Aspirin' AND t < current_time") == \
+        "select name from t where name = 'aspirin' and t < '2105-12-31 23:59:00'"

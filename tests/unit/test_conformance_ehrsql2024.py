@@ -4,30 +4,20 @@ out by hand from the published rule named in its case, on a small SQLite databas
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from ehrbench.ehrsql.scoring import post_process_sql, scorer_answer, scorer_cell
-from ehrbench.scoring import score_predictions, score_trial
+from ehrbench.scoring import prediction_sql, score_predictions, score_trial
 from ehrbench.scoring.ehrsql2024 import executed, outcome
 from ehrbench.tasks import AgentAnswer, EvalTask, Gold, TaskView
+from tests.unit.scoring_database import scoring_database
 
 RIGHT, ABSTAINED, WRONG = 1, 0, -1  # the published item scores (x in ANS/UnANS, g(x), Acc(x))
 
 
 @pytest.fixture(scope="module")
 def execute():
-    con = sqlite3.connect(":memory:", check_same_thread=False)
-    con.executescript("""
-        CREATE TABLE t (id INTEGER, name TEXT, val REAL);
-        INSERT INTO t VALUES (1, 'aspirin', 94.0), (2, 'heparin', 7.42356), (3, 'insulin', NULL);
-        CREATE TABLE big (name TEXT);
-        CREATE TABLE nums (n INTEGER);
-    """)
-    con.executemany("INSERT INTO big VALUES (?)", [(f"a{i:03d}",) for i in range(100)])
-    con.executemany("INSERT INTO nums VALUES (?)", [(i,) for i in range(150)])
-    return lambda sql: con.execute(sql).fetchall()
+    return scoring_database()
 
 
 def item(gold: str | None, predicted: str | None, execute) -> int:
@@ -160,3 +150,17 @@ def _task(gold: Gold) -> EvalTask:
 ])
 def test_trials(rule, gold, answer, reward):
     assert score_trial(_task(gold), answer)["reward"] == reward, rule
+
+
+@pytest.mark.parametrize("protocol, sql, now, expected", [
+    # scoring.py runs post_process_sql on the predictions as on the label file
+    ("ehrsql2024", "SELECT current_time", None, "SELECT '2100-12-31 23:59:00'"),
+    ("ehrsql2024", "SELECT DATE_SUB(NOW(), INTERVAL 1 DAY)", "2100-12-31 23:59:00",
+     "SELECT datetime('2100-12-31 23:59:00', '-1 day')"),
+    ("ehrsql2024", "SELECT 'now'", "2105-12-31 23:59:00", "SELECT '2105-12-31 23:59:00'"),
+    # EHR-ChatQA's environment runs the agent's SQL as written; so do our own suites (no protocol)
+    ("ehrchatqa", "SELECT 'now'", None, "SELECT 'now'"),
+    (None, "SELECT current_time", None, "SELECT current_time"),
+])
+def test_a_trials_sql_is_run_as_the_scorer_runs_a_prediction(protocol, sql, now, expected):
+    assert prediction_sql(protocol, sql, now) == expected

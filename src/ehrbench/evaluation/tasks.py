@@ -55,11 +55,13 @@ def taskset_tasks(taskset: TaskSetLayout, build_dir: Path) -> list[EvalTask]:
     tasks = []
     for row in read_tasks(taskset):
         profile, _, database = row["target"].partition("/")
+        protocol = row["protocol"] or manifest.protocol
         view = TaskView(row["suite"], task_id(manifest.name, row["question_id"]), row["db"], row["question"],
-                        row["context"], database=build.database_files(profile, database)[1])
+                        row["context"], database=build.database_files(profile, database)[1], protocol=protocol,
+                        current_time=row["current_time"])
         rows = json.loads(row["answer"]) if row["answer"] is not None else None
         gold = Gold(bool(row["is_answerable"]), row["answer_text"], row["gold_sql_sqlite"],
-                    tuple(row["fhir_ids"] or ()), protocol=row["protocol"] or manifest.protocol,
+                    tuple(row["fhir_ids"] or ()), protocol=protocol,
                     answer_rows=tuple(tuple(cells) for cells in rows) if rows is not None else None,
                     task_type=json.loads(row["extra"] or "{}").get("task_type"))
         tasks.append(EvalTask(view, gold))

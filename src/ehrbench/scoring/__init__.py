@@ -25,6 +25,9 @@ Public API:
   accuracy0, accuracy5, accuracy10, accuracyN = 100 × RS(c); ehrsql2022: precision_ans, recall_ans, f1_ans,
   precision_exec, recall_exec, f1_exec, ×100 rounded to 2 decimals), items, answered, answerable, correct}`.
   `current_time` defaults to the protocol's (2100-12-31 23:59:00; EHRSQL: 2105-12-31 23:59:00).
+- `prediction_sql(protocol, sql, current_time=None) -> str`: the query a protocol's scorer runs for a predicted SQL
+  (EHRSQL-2024's and EHRSQL's rewrite predictions as they rewrite gold; the others run them as written). The harness
+  runs an agent's final SQL this way, so a trial's rows are the ones the published scorer would compare.
 
 The metric formulas over the outcomes (RS(c), F1, SR, Pass@k …) are `ehrbench.metrics`'.
 """
@@ -50,6 +53,16 @@ def protocol_of(task: EvalTask) -> str:
         raise ValueError(f"task {task.view.suite}/{task.view.task_id}: protocol {protocol!r}; expected one of "
                          f"{', '.join(PROTOCOLS)} (suite dq is scored by ehrbench.dq.score)")
     return protocol
+
+
+def prediction_sql(protocol: str | None, sql: str, current_time: str | None = None) -> str:
+    """The query `protocol`'s scorer executes for the predicted `sql`: its `post_process_sql` (EHRSQL-2024: the current
+    time for `current_time`/'now'/NOW(), DATE_SUB …; EHRSQL: lower-cased first, then the same kind of rewrites) with
+    the task's current time (default: the protocol's); any other protocol (or None) runs it unchanged."""
+    module = SQL_PROTOCOLS.get(protocol or "")
+    if module is None:
+        return sql
+    return module.post_process_sql(sql, current_time) if current_time else module.post_process_sql(sql)
 
 
 def score_trial(task: EvalTask, answer: AgentAnswer, *, judge: Judge | None = None) -> dict:

@@ -16,8 +16,9 @@ The published rules, reimplemented:
 4. The prediction file must have exactly the ids of the label file.
 
 A trial (`score_trial`) is one item: the agent's answer rows (or answer string) against the gold answer string,
-compared in the scorer's form; an abstention is "null". The harness ran the agent's SQL already; the rewrites of
-step 1 apply to predictions scored from files (`score_predictions`), which this module executes.
+compared in the scorer's form; an abstention is "null". The harness ran the agent's final SQL already, rewritten by
+step 1 for an imported task (`ehrbench.scoring.prediction_sql`), so its rows are the ones this scorer would get;
+predictions scored from files (`score_predictions`) are rewritten and executed here.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
         messages = [{"role": "system", "content": prompt("ehrsql_tools", engine=ENGINES[tools.engine],
                                                          rules=sql_rules(tools, view))},
                     {"role": "user", "content": view.instruction}]
-        submit = SqlAnswer(tools)
+        submit = SqlAnswer(tools, view)
         outcome = agent.loop(messages, tools, submit.finishers())
         return submit.answer(outcome, messages)
 
@@ -44,7 +44,7 @@ def _single_turn(agent: LlmAgent, view: TaskView) -> AgentAnswer:
             answer.abstained = True
             return answer
         answer.sql = sql
-        answer.answer_rows, error = run_answer(tools, sql)
+        answer.answer_rows, error = run_answer(tools, sql, view)
         if error:
             messages.append({"role": "harness", "content": f"the SQL failed: {error}"})
         return answer

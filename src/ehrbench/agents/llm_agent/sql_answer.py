@@ -1,6 +1,7 @@
 """What the SQL suites (ehrsql, chatqa) share: their rules prompt and their answer. The answer of a SQL suite is the
 result of the agent's final SQL, run by the harness in the same sandbox (first 100 rows, as EHRSQL-2024 scores), so a
-model is never scored on how it retypes a table.
+model is never scored on how it retypes a table. An imported published task's SQL is first rewritten as its
+protocol's scorer rewrites a prediction (`ehrbench.scoring.prediction_sql`: e.g. EHRSQL-2024's `current_time`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from ehrbench.agents.sandbox import SqlError
 from ehrbench.agents.tools.database import DatabaseTools
 from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 from ehrbench.questions.generate import plain_cell
+from ehrbench.scoring import prediction_sql
 from ehrbench.tasks import AgentAnswer, TaskView
 
 ENGINES = {"duckdb": "DuckDB", "sqlite": "SQLite"}  # as the prompts name them
@@ -29,8 +31,8 @@ class SqlAnswer:
     """submit_answer(sql) and abstain of the SQL suites: the SQL must run; its rows are the answer. The last
     accepted call counts (a conversation may change its mind); a call that was refused or not run does not."""
 
-    def __init__(self, tools: DatabaseTools, ends_loop: bool = True):
-        self.tools, self.ends_loop = tools, ends_loop
+    def __init__(self, tools: DatabaseTools, view: TaskView, ends_loop: bool = True):
+        self.tools, self.view, self.ends_loop = tools, view, ends_loop
         self.sql: str | None = None
         self.rows: list[list] | None = None
         self.abstained = False
@@ -43,7 +45,7 @@ class SqlAnswer:
 
     def _submit(self, call: ToolCall) -> str | None:
         sql = str(call.arguments.get("sql", "")).strip()
-        rows, error = run_answer(self.tools, sql)
+        rows, error = run_answer(self.tools, sql, self.view)
         if error:
             return f"the SQL failed, nothing was recorded: {error}"
         self.sql, self.rows, self.abstained = sql, rows, False
@@ -61,12 +63,12 @@ class SqlAnswer:
         return answer
 
 
-def run_answer(tools: DatabaseTools, sql: str) -> tuple[list[list] | None, str | None]:
-    """The answer rows of `sql`, or the error that stopped it."""
+def run_answer(tools: DatabaseTools, sql: str, view: TaskView) -> tuple[list[list] | None, str | None]:
+    """The answer rows of `sql` (as the task's protocol's scorer would run it), or the error that stopped it."""
     if not sql:
         return None, "empty query"
     try:
-        result = tools.execute_rows(sql)
+        result = tools.execute_rows(prediction_sql(view.protocol, sql, view.current_time))
     except SqlError as exc:
         return None, str(exc)
     # cells as the gold answers hold them (booleans 0/1, decimals as floats, times as text)
