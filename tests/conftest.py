@@ -47,23 +47,3 @@ def mimic_fhir_id(namespace: str, key: object) -> str:
     import uuid
 
     return str(uuid.uuid5(uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_OID, "MIMIC-IV"), namespace), str(key)))
-
-
-# Test files that share a session fixture, by group: pytest-xdist (`make test`: -n 2 --dist loadfile) sends each
-# group to one worker, as it sends each other file, so the fixture is built once. ("xdist_group" marks would do the
-# same under --dist loadgroup, but pytest-xdist 3.8 does not apply them under pytest 9.)
-SHARED_FIXTURE_GROUPS = {
-    "demo_build": ("tests/integration/test_build_cli.py", "tests/integration/test_prefect_deployment.py"),
-}
-_GROUP_OF = {path: group for group, paths in SHARED_FIXTURE_GROUPS.items() for path in paths}
-
-
-def pytest_xdist_make_scheduler(config, log):
-    from xdist.scheduler import LoadFileScheduling
-
-    class FilesAndGroups(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = super()._split_scope(nodeid)
-            return _GROUP_OF.get(path, path)
-
-    return FilesAndGroups(config, log) if config.getvalue("dist") == "loadfile" else None

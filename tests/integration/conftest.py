@@ -4,9 +4,11 @@ view's warehouse."""
 from __future__ import annotations
 
 import csv
+import fcntl
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -46,12 +48,27 @@ def cli_env(prefect_api_url, mimic_demo_dir, eicu_demo_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def demo_build(cli_env, tmp_path_factory) -> dict:
-    """The demo build, by `ehrbench build` in the background; while it holds the warehouse, a second build must fail
-    fast. Built once per session: the files that use it form one group of tests/conftest.py's SHARED_FIXTURE_GROUPS,
-    run by one pytest-xdist worker. They may add to its data directory (evaluations, failing builds) but not change a
-    build."""
-    data_dir = tmp_path_factory.mktemp("data")
+def demo_build(cli_env, tmp_path_factory, worker_id) -> dict:
+    """The demo build by `ehrbench build` (in the background: while it holds the warehouse, a second build must fail
+    fast), made once per test run whatever the number of pytest-xdist workers: the first worker to ask builds it,
+    under a lock in the folder all workers' temporary folders share, and the others wait for it. Its data directory
+    (`data_dir`) is test_build_cli's, which adds to it (evaluations, failing builds) but changes no build; `snapshot`
+    is a copy taken right after the build, for tests that build again in a copy of their own."""
+    shared = tmp_path_factory.getbasetemp()
+    shared = (shared.parent if worker_id != "master" else shared) / "demo-build"
+    shared.mkdir(exist_ok=True)
+    record = shared / "build.json"
+    with (shared / "lock").open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not record.is_file():
+            built = _build_demo(shared / "data", cli_env)
+            copy_data_dir(shared / "data", shared / "snapshot")
+            record.write_text(json.dumps(built))
+    built = json.loads(record.read_text())
+    return {**built, "data_dir": shared / "data", "snapshot": shared / "snapshot", "folder": Path(built["folder"])}
+
+
+def _build_demo(data_dir: Path, cli_env: dict) -> dict:
     first = subprocess.Popen([EHRBENCH, "build", "--data-dir", str(data_dir)], env=cli_env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = data_dir / "build.lock"
@@ -64,8 +81,16 @@ def demo_build(cli_env, tmp_path_factory) -> dict:
     second_seconds = time.monotonic() - started
     out, err = first.communicate(timeout=900)
     assert first.returncode == 0, err[-3000:]
-    return {"data_dir": data_dir, "folder": Path(out.strip().splitlines()[-1]), "second": second,
-            "second_seconds": second_seconds, "stdout": out, "stderr": err}
+    return {"folder": out.strip().splitlines()[-1], "stdout": out, "stderr": err,
+            "second_returncode": second.returncode, "second_stderr": second.stderr, "second_seconds": second_seconds}
+
+
+def copy_data_dir(source: Path, target: Path) -> None:
+    """The raw tables, the warehouse, dbt's parse and the published builds of a data directory; not its runs, logs,
+    task sets or lock."""
+    skipped = {"results", "logs", "run", "tasksets", "build.lock"}
+    shutil.copytree(source, target, symlinks=True,
+                    ignore=lambda folder, names: [n for n in names if Path(folder) == source and n in skipped])
 
 
 @pytest.fixture(scope="session")

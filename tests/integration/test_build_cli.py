@@ -1,6 +1,6 @@
 """The real build on the demo data through the CLI (the session's `demo_build`, tests/integration/conftest.py): what
 it publishes, bad input that must leave the published builds untouched, and evaluations on it. A second build in
-the same data directory is test_prefect_deployment's (one xdist group, tests/conftest.py, so the demo is built once)."""
+the same data directory is test_prefect_deployment's (from a copy of this build, tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,8 @@ def run_prefect(args: list[str], env: dict) -> subprocess.CompletedProcess:
 
 
 def test_concurrent_build_fails_fast_with_build_in_progress(demo_build):
-    second = demo_build["second"]
-    assert second.returncode != 0
-    assert "build in progress" in error_line(second.stderr)
+    assert demo_build["second_returncode"] != 0
+    assert "build in progress" in error_line(demo_build["second_stderr"])
     assert demo_build["second_seconds"] < 60  # fails fast: no stage ran
 
 
@@ -487,7 +486,7 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(demo_build, cli_
         for (suite, agent), value in expected.items():
             cell = page.locator(f'table.leaderboard[data-suite="{suite}"] tr.agent-row[data-agent="{agent}"] '
                                 'td[data-metric="success_rate"]')
-            assert float(cell.get_attribute("data-value")) == pytest.approx(value), (suite, agent)
+            assert float(cell.get_attribute("data-value")) == round(value, 6), (suite, agent)  # data-value: 6 places
         abstain_dq = 'table.leaderboard[data-suite="dq"] tr.agent-row[data-agent="abstain"]'
         page.locator(f"{abstain_dq} a.failing-link").first.click()
         page.locator("table.failing a.task-link").first.click()

@@ -34,6 +34,7 @@ import pytest
 
 from ehrbench.stack.postgres import LocalPostgres, PostgresError, binaries
 from tests.browser import chromium_page, screenshot
+from tests.integration.conftest import copy_data_dir
 
 pytestmark = pytest.mark.integration
 
@@ -237,16 +238,10 @@ def _run_deployment(api: httpx.Client, flow_and_deployment: str, timeout: float,
     return flow_run, subflows, {a["key"] for a in artifacts if a["key"]}
 
 
-def _copy_of_data_dir(source: Path, target: Path) -> None:
-    """The raw files, the warehouse and the published builds of a data directory; not its runs, logs or servers."""
-    shutil.copytree(source, target, symlinks=True, ignore=lambda folder, names: [
-        name for name in names if Path(folder) == source and name in {"results", "logs", "run", "build.lock"}])
-
-
 def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_demo_dir, demo_build, prefect_stack):
     api_url, home, logs, tmp = (prefect_stack[k] for k in ("api_url", "home", "logs", "tmp"))
     data_dir = tmp / "data"
-    _copy_of_data_dir(demo_build["data_dir"], data_dir)
+    copy_data_dir(demo_build["snapshot"], data_dir)
     old = data_dir / "benchmarks" / demo_build["folder"].name
     old_manifest = (old / "manifest.json").read_text()
     client_env = {**_base_env(home), "PREFECT_API_URL": api_url}
