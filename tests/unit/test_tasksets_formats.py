@@ -41,12 +41,8 @@ def test_the_registry_names_each_format_with_its_protocol_suite_and_profile():
     assert {name: (f.protocol, f.suite, f.profile) for name, f in FORMATS.items()} == {
         "ehrsql2024": ("ehrsql2024", "ehrsql", "ehrsql2024"),
         "ehrsql": ("ehrsql2022", "ehrsql", "ehrsql_eicu"),
-        "ehrchatqa": ("ehrchatqa", "chatqa", "renamed")}
-    with pytest.raises(ConfigError) as raised:
-        format_named("fhir-agentbench")
-    assert str(raised.value) == ("--format: unknown format 'fhir-agentbench' (fhir-agentbench: FHIR-AgentBench's "
-                                 "question CSV (next issue), not available yet); expected one of ehrsql2024, ehrsql, "
-                                 "ehrchatqa")
+        "ehrchatqa": ("ehrchatqa", "chatqa", "renamed"),
+        "fhir-agentbench": ("fhir_agentbench", "fhir", "fhir")}
     with pytest.raises(ConfigError, match=r"^--format: unknown format 'csv'; expected one of ehrsql2024, ehrsql, "):
         format_named("csv")
 

@@ -129,7 +129,8 @@ def test_a_gold_sql_that_fails_names_file_and_task_and_writes_nothing(data, tmp_
     ({"format_name": "ehrsql", "build": "B2"}, "--build: build B2 was made with --eicu-preset ehrchatqa; EHRSQL (2022) "
                                               "tasks need its eICU database as EHRSQL built it: build with "
                                               "--eicu-preset ehrsql2022"),
-    ({"format_name": "sql"}, "--format: unknown format 'sql'; expected one of ehrsql2024, ehrsql, ehrchatqa"),
+    ({"format_name": "sql"}, "--format: unknown format 'sql'; expected one of ehrsql2024, ehrsql, ehrchatqa, "
+                                 "fhir-agentbench"),
 ])
 def test_an_import_is_refused_before_anything_runs(data, imported, tmp_path, arguments, expected):
     _build(data.root, "B2", preset="ehrchatqa")
@@ -368,33 +369,3 @@ def test_score_refuses_a_task_set_name_that_is_no_folder_name(data):
     assert result.exit_code == 2 and result.stderr.strip() == (
         "ehrbench: error: --taskset: expected 1-100 letters, digits, '.', '_' or '-', not starting with '.' and "
         "without '..', got '../elsewhere'")
-
-
-def test_a_format_with_published_answers_only_fits_the_importer(data, tmp_path, monkeypatch):
-    """FHIR-AgentBench (next issue) publishes answers and resource ids without gold SQL: such a format imports its
-    answers as the gold, runs nothing, and targets the build's FHIR view."""
-    import csv
-
-    from ehrbench.tasksets import registry
-    from ehrbench.tasksets.formats import TaskFormat
-    from ehrbench.tasksets.model import ImportedTask
-
-    class AnswersOnly(TaskFormat):
-        name, protocol, suite, profile, summary = "answers-only", "fhir_agentbench", "fhir", "fhir", "a CSV"
-
-        def read(self, paths):
-            with open(paths[0], newline="") as handle:
-                return [ImportedTask(row["question_id"], paths[0].name, row["question"], "mimic_iv",
-                                     published_answer=row["true_answer"], patient_fhir_id=row["patient_fhir_id"],
-                                     fhir_ids=tuple(row["ids"].split()), context=row["assumption"])
-                        for row in csv.DictReader(handle)]
-
-    monkeypatch.setitem(registry.FORMATS, "answers-only", AnswersOnly())
-    (tmp_path / "q.csv").write_text(
-        "question_id,question,assumption,patient_fhir_id,true_answer,ids\n"
-        "f1,When?,Assume the current time is 2133-12-31 23:59:00.,p1,[['2133-12-31']],o1 o2\n")
-    manifest = run_import(plan_import(data, "answers-only", [tmp_path / "q.csv"], "fhir-set"))
-    assert (manifest.targets, manifest.reproduction.executed, manifest.suite) == (["fhir/mimic_iv"], 0, "fhir")
-    (row,) = pq.read_table(data.taskset("fhir-set").tasks).to_pylist()
-    assert (row["answer_text"], row["fhir_ids"], json.loads(row["extra"]), row["context"]) == (
-        "[['2133-12-31']]", ["o1", "o2"], {"patient_fhir_id": "p1"}, "Assume the current time is 2133-12-31 23:59:00.")

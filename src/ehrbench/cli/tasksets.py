@@ -50,8 +50,9 @@ def import_(
         refuse(str(exc))
     for warning in plan.warnings:
         err.print(f"warning: {warning}", soft_wrap=True)
-    err.print(f"importing {len(plan.tasks):,} {plan.fmt.name} tasks as {plan.layout.name!r}: gold SQL on "
-              f"{', '.join(map(str, plan.targets))} of build {plan.build.build_id}", soft_wrap=True)
+    where = f"{', '.join(map(str, plan.targets))} of build {plan.build.build_id}"
+    err.print(f"importing {len(plan.tasks):,} {plan.fmt.name} tasks as {plan.layout.name!r}: "
+              + (f"gold SQL on {where}" if plan.executed_on else f"published gold, to run on {where}"), soft_wrap=True)
     try:
         manifest = run_import(plan)
     except EhrbenchError as exc:
@@ -63,6 +64,8 @@ def import_(
     typer.echo(f"task set {manifest.name}: {manifest.tasks:,} tasks ({manifest.answerable:,} answerable), suite "
                f"{manifest.suite}, protocol {manifest.protocol}, build {manifest.build.build_id}")
     typer.echo(f"  {report.describe()}")
+    if coverage := report.describe_fhir_ids():
+        typer.echo(f"  {coverage}")
     typer.echo(f"  folder {plan.layout.root}")
     typer.echo(f"next: uv run ehrbench evaluate --taskset {manifest.name} --agent oracle --agent abstain"
                + ("" if manifest.build.build_id == _latest(data) else f" --build {manifest.build.build_id}"))

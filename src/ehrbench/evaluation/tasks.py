@@ -8,6 +8,7 @@ file, as the published scorers run it), with id `<task set>/<published id>` and 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -55,15 +56,18 @@ def taskset_tasks(taskset: TaskSetLayout, build_dir: Path) -> list[EvalTask]:
     tasks = []
     for row in read_tasks(taskset):
         profile, _, database = row["target"].partition("/")
-        protocol = row["protocol"] or manifest.protocol
+        protocol, extra = row["protocol"] or manifest.protocol, json.loads(row["extra"] or "{}")
         view = TaskView(row["suite"], task_id(manifest.name, row["question_id"]), row["db"], row["question"],
-                        row["context"], database=build.database_files(profile, database)[1], protocol=protocol,
-                        current_time=row["current_time"])
+                        row["context"], protocol=protocol, current_time=row["current_time"])
+        if row["suite"] == "fhir":  # FHIR-AgentBench: the build's FHIR view, about the patient the task names
+            view = replace(view, fhir_resources=build.fhir_resources, patient_fhir_id=extra.get("patient_fhir_id"))
+        else:
+            view = replace(view, database=build.database_files(profile, database)[1])
         rows = json.loads(row["answer"]) if row["answer"] is not None else None
         gold = Gold(bool(row["is_answerable"]), row["answer_text"], row["gold_sql_sqlite"],
                     tuple(row["fhir_ids"] or ()), protocol=protocol,
                     answer_rows=tuple(tuple(cells) for cells in rows) if rows is not None else None,
-                    task_type=json.loads(row["extra"] or "{}").get("task_type"))
+                    task_type=extra.get("task_type"))
         tasks.append(EvalTask(view, gold))
     return tasks
 

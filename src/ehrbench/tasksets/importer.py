@@ -6,7 +6,8 @@
    stops the import, naming the file and the task), compare the answer with the published one where the format
    compares on this build (the reproduction report), and write the task set atomically (ehrbench.tasksets.store).
 
-The gold answer of a task is the build's: what its gold SQL returns on the database the agent will query."""
+The gold answer of a task is the build's: what its gold SQL returns on the database the agent will query; a format
+without gold SQL gives the published answer's rows (FHIR-AgentBench)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
+
 from ehrbench.ehrsql.scoring import format_answer
 from ehrbench.errors import ConfigError
-from ehrbench.layout import DataLayout, TaskSetLayout
+from ehrbench.layout import BuildLayout, DataLayout, TaskSetLayout
 from ehrbench.settings import TASKSET_NAME_FORM
 from ehrbench.tasksets.execution import SqliteDatabase
 from ehrbench.tasksets.formats import BuildInfo, TaskFormat
 from ehrbench.tasksets.model import (
+    IdCoverage,
     ImportedTask,
     Mismatch,
     Reproduction,
@@ -104,6 +108,10 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
             target = fmt.target(task)
             answer = (_executed(fmt, task, databases[target], now[target], files)
                       if task.is_answerable and task.gold_sql is not None else None)
+            if answer is None and task.is_answerable and task.answer_rows is not None:
+                answer = [list(row) for row in task.answer_rows]  # the published answer is the gold
+                rows.append(_row(plan, task, target, now[target], answer, None))
+                continue
             reproduced = None
             if answer is not None:
                 report.executed += 1
@@ -118,6 +126,8 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
     finally:
         for database in databases.values():
             database.close()
+    if any(task.fhir_ids for task in plan.tasks):
+        report.fhir_ids = _fhir_id_coverage(BuildLayout(build.folder).fhir_resources, plan.tasks)
     manifest = TaskSetManifest(
         name=plan.layout.name, format=fmt.name, protocol=fmt.protocol, suite=fmt.suite, created_at=datetime.now(UTC),
         sources=plan.sources, build=build.ref(), targets=[str(t) for t in plan.targets], requires=fmt.requires(),
@@ -126,6 +136,18 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
         ehrbench_version=_version())
     write_taskset(plan.layout, manifest, rows, replace=plan.replace)
     return manifest
+
+
+def _fhir_id_coverage(resources: Path, tasks: Sequence[ImportedTask]) -> dict[str, IdCoverage]:
+    """Per resource type, the distinct gold ids of the tasks and how many of them the FHIR view holds."""
+    pairs = sorted({pair for task in tasks for pair in zip(task.fhir_types, task.fhir_ids, strict=True)})
+    with duckdb.connect(str(resources), read_only=True) as con:
+        counts = con.execute(
+            "select wanted.resource_type, count(*), count(r.id) "
+            "from (select unnest(?) as resource_type, unnest(?) as id) as wanted "
+            "left join resources as r on r.resource_type = wanted.resource_type and r.id = wanted.id "
+            "group by 1 order by 1", [[t for t, _ in pairs], [i for _, i in pairs]]).fetchall()
+    return {kind: IdCoverage(published=published, found=found) for kind, published, found in counts}
 
 
 def _executed(fmt: TaskFormat, task: ImportedTask, database: SqliteDatabase, now: str | None,
@@ -140,8 +162,8 @@ def _executed(fmt: TaskFormat, task: ImportedTask, database: SqliteDatabase, now
 
 def _row(plan: ImportPlan, task: ImportedTask, target: Target, now: str | None, answer: list[list] | None,
          reproduced: bool | None) -> dict:
-    extra = {key: value for key, value in (("task_type", task.task_type), ("patient_fhir_id", task.patient_fhir_id))
-             if value}
+    extra = {key: value for key, value in (("task_type", task.task_type), ("patient_fhir_id", task.patient_fhir_id),
+                                           ("fhir_types", list(task.fhir_types))) if value}
     return {"question_id": task.source_id, "suite": plan.fmt.suite, "db": task.db, "template_id": task.template,
             "is_answerable": task.is_answerable, "question": task.question,
             "context": task.context or (f"Assume the current time is {now}." if now else None),

@@ -55,11 +55,13 @@ class ImportedTask:
     is_answerable: bool = True
     gold_sql: str | None = None  # as published (SQLite dialect, the benchmark's placeholders kept)
     published_answer: str | None = None  # the published answer as the file writes it (JSON or the answer string)
+    answer_rows: tuple[tuple, ...] | None = None  # the published answer read into rows, for a format without gold SQL
     template: str | None = None
     task_type: str | None = None  # EHR-ChatQA: incre | adapt
     context: str | None = None
     patient_fhir_id: str | None = None
-    fhir_ids: tuple[str, ...] = ()
+    fhir_ids: tuple[str, ...] = ()  # the gold resource ids (FHIR-AgentBench)
+    fhir_types: tuple[str, ...] = ()  # the resource type of each of fhir_ids
 
 
 class SourceFile(BaseModel):
@@ -74,6 +76,13 @@ class Mismatch(BaseModel):
     reproduced: str  # the gold SQL's answer on the build, in the protocol's form
 
 
+class IdCoverage(BaseModel):
+    """Of one resource type's gold ids, how many the build's FHIR view has."""
+
+    published: int
+    found: int
+
+
 class Reproduction(BaseModel):
     """How many published answers the build's database reproduces: every task's gold SQL is executed on it; where the
     file has an answer (and the format compares on this build), the two are compared under the protocol's rules."""
@@ -83,12 +92,24 @@ class Reproduction(BaseModel):
     reproduced: int = 0
     mismatches: list[Mismatch] = Field(default_factory=list)
     note: str | None = None  # e.g. why answers were recomputed instead of compared
+    fhir_ids: dict[str, IdCoverage] = Field(default_factory=dict)  # resource type -> gold ids found in the FHIR view
 
     @property
     def share(self) -> float | None:
         return self.reproduced / self.compared if self.compared else None
 
+    def describe_fhir_ids(self) -> str | None:
+        """One line: the gold resource ids found in the build's FHIR view, in all and by type."""
+        if not self.fhir_ids:
+            return None
+        published = sum(c.published for c in self.fhir_ids.values())
+        found = sum(c.found for c in self.fhir_ids.values())
+        by_type = ", ".join(f"{kind} {c.found:,}/{c.published:,}" for kind, c in sorted(self.fhir_ids.items()))
+        return f"gold FHIR ids in the build's FHIR view: {found:,}/{published:,} ({found / published:.1%}); {by_type}"
+
     def describe(self) -> str:
+        if not self.executed and self.note:
+            return f"no gold SQL run: {self.note}"
         if not self.compared:
             return f"{self.executed:,} gold answers recomputed on the build" + (f" ({self.note})" if self.note else "")
         return (f"{self.reproduced:,}/{self.compared:,} published answers reproduced ({self.share:.1%})"

@@ -7,18 +7,17 @@ from ehrbench.errors import ConfigError
 from ehrbench.tasksets.ehrchatqa import EhrChatQaFormat
 from ehrbench.tasksets.ehrsql2022 import Ehrsql2022Format
 from ehrbench.tasksets.ehrsql2024 import Ehrsql2024Format
+from ehrbench.tasksets.fhir_agentbench import FhirAgentBenchFormat
 from ehrbench.tasksets.formats import TaskFormat
 
 FORMATS: dict[str, TaskFormat] = {fmt.name: fmt for fmt in (Ehrsql2024Format(), Ehrsql2022Format(),
-                                                              EhrChatQaFormat())}
-PLANNED = {"fhir-agentbench": "FHIR-AgentBench's question CSV (next issue)"}
+                                                              EhrChatQaFormat(), FhirAgentBenchFormat())}
 
 
 def format_named(name: str) -> TaskFormat:
     if name in FORMATS:
         return FORMATS[name]
-    planned = f" ({name}: {PLANNED[name]}, not available yet)" if name in PLANNED else ""
-    raise ConfigError(f"--format: unknown format {name!r}{planned}; expected one of {', '.join(FORMATS)}")
+    raise ConfigError(f"--format: unknown format {name!r}; expected one of {', '.join(FORMATS)}")
 
 
 def format_of_protocol(protocol: str) -> TaskFormat | None:
