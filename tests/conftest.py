@@ -47,3 +47,22 @@ def mimic_fhir_id(namespace: str, key: object) -> str:
     import uuid
 
     return str(uuid.uuid5(uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_OID, "MIMIC-IV"), namespace), str(key)))
+
+
+# The files that take longest (measured on 2 cores), in the order `make test` should start them: pytest-xdist
+# (--dist loadfile --no-loadscope-reorder) hands files to its workers in collection order, so the demo build starts
+# at once on one worker while the other works through long files until the build is there for the deployment test.
+LONG_FILES_FIRST = (
+    "tests/integration/test_build_cli.py",  # builds the session's demo (~5 min), then works in it
+    "tests/integration/test_ehrsql_eicu_profile.py",
+    "tests/integration/test_renamed_profiles.py",
+    "tests/integration/test_ehrchatqa_eicu.py",
+    "tests/integration/test_ehrsql2024_reproduction.py",
+    "tests/integration/test_fhir_observations.py",
+    "tests/integration/test_prefect_deployment.py",  # builds again in a copy of the demo build (~8 min)
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONG_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order

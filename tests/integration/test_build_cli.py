@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -499,10 +500,19 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(demo_build, cli_
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(folder.glob("part-*.parquet")) == parts
 
-    made_on = set(trials["build_id"])
-    published = [m.parent.name for m in (data_dir / "benchmarks").glob("*/manifest.json")]
-    other = next(name for name in published if name not in made_on | {"latest"})
-    mixed = run_cli([*args, "--build", other], cli_env)  # resuming on another build would mix gold
+    # another published build (this one's files under another build id): resuming the run on it would mix gold
+    assert set(trials["build_id"]) == {demo_build["folder"].name}
+    other = data_dir / "benchmarks" / "20990101T000000Z"
+    other.mkdir()
+    try:
+        for entry in demo_build["folder"].iterdir():
+            if entry.name != "manifest.json":
+                (other / entry.name).symlink_to(entry)
+        manifest = json.loads((demo_build["folder"] / "manifest.json").read_text())
+        (other / "manifest.json").write_text(json.dumps({**manifest, "build_id": other.name}))
+        mixed = run_cli([*args, "--build", other.name], cli_env)
+    finally:
+        shutil.rmtree(other)
     assert mixed.returncode == 1 and "was made on build" in error_line(mixed.stderr), mixed.stderr[-2000:]
     assert sorted(folder.glob("part-*.parquet")) == parts
 
