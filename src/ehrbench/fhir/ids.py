@@ -10,6 +10,7 @@ the namespace UUIDs below as constants; tests/unit/test_fhir_ids.py checks that 
 from __future__ import annotations
 
 import uuid
+from functools import cache
 
 MIMIC_IV_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_OID, "MIMIC-IV")
 
@@ -44,6 +45,7 @@ RESOURCE_TYPES: dict[str, str] = {
 }
 
 
+@cache  # a build computes ids by the hundred thousand, in a handful of namespaces
 def namespace(name: str) -> uuid.UUID:
     """The UUID namespace of one resource kind (e.g. "ObservationLabevents")."""
     if name not in RESOURCE_KEYS:
