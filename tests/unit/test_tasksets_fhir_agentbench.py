@@ -130,6 +130,23 @@ def test_an_import_keeps_the_published_gold_and_reports_the_ids_the_fhir_view_ho
                                                "fhir_types": ["MedicationRequest", "MedicationRequest", "Patient"]}
 
 
+def test_ids_a_format_gives_without_their_types_are_counted_as_one_group(data, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from ehrbench.tasksets import registry
+
+    class Untyped(FhirAgentBenchFormat):
+        name = "untyped"
+
+        def read(self, paths):
+            return [replace(task, fhir_types=()) for task in super().read(paths)]
+
+    monkeypatch.setitem(registry.FORMATS, "untyped", Untyped())
+    manifest = run_import(plan_import(data, "untyped", [_csv(tmp_path / "q.csv")], "untyped"))
+    assert {kind: (c.published, c.found) for kind, c in manifest.reproduction.fhir_ids.items()} == {
+        "any type": (5, 4)}
+
+
 def test_its_tasks_run_on_the_fhir_view_about_their_patient(data, tmp_path):
     run_import(plan_import(data, "fhir-agentbench", [_csv(tmp_path / "q.csv")]))
     tasks = {task.view.task_id: task for task in taskset_tasks(data.taskset("fhir-agentbench"), data.latest)}

@@ -126,8 +126,9 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
     finally:
         for database in databases.values():
             database.close()
-    if any(task.fhir_ids for task in plan.tasks):
-        report.fhir_ids = _fhir_id_coverage(BuildLayout(build.folder).fhir_resources, plan.tasks)
+    resources = BuildLayout(build.folder).fhir_resources
+    if any(task.fhir_ids for task in plan.tasks) and resources.is_file():
+        report.fhir_ids = _fhir_id_coverage(resources, plan.tasks)
     manifest = TaskSetManifest(
         name=plan.layout.name, format=fmt.name, protocol=fmt.protocol, suite=fmt.suite, created_at=datetime.now(UTC),
         sources=plan.sources, build=build.ref(), targets=[str(t) for t in plan.targets], requires=fmt.requires(),
@@ -140,12 +141,14 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
 
 def _fhir_id_coverage(resources: Path, tasks: Sequence[ImportedTask]) -> dict[str, IdCoverage]:
     """Per resource type, the distinct gold ids of the tasks and how many of them the FHIR view holds."""
-    pairs = sorted({pair for task in tasks for pair in zip(task.fhir_types, task.fhir_ids, strict=True)})
+    pairs = sorted({pair for task in tasks  # a format that gives no types: ids of any type
+                    for pair in zip(task.fhir_types or ("any type",) * len(task.fhir_ids), task.fhir_ids, strict=True)})
     with duckdb.connect(str(resources), read_only=True) as con:
         counts = con.execute(
             "select wanted.resource_type, count(*), count(r.id) "
             "from (select unnest(?) as resource_type, unnest(?) as id) as wanted "
-            "left join resources as r on r.resource_type = wanted.resource_type and r.id = wanted.id "
+            "left join resources as r on r.id = wanted.id "
+            "and (r.resource_type = wanted.resource_type or wanted.resource_type = 'any type') "
             "group by 1 order by 1", [[t for t, _ in pairs], [i for _, i in pairs]]).fetchall()
     return {kind: IdCoverage(published=published, found=found) for kind, published, found in counts}
 
