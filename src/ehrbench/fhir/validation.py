@@ -19,6 +19,7 @@ from pathlib import Path
 # Below this many resources the worker processes' start-up (a fresh interpreter loading the R4B models, ~2 s) costs
 # more than it saves.
 PARALLEL_FROM = 20_000
+MAX_WORKERS = 8  # each holds the R4B models (~150 MB): a large machine's every core would cost memory, not time
 
 # Top-level `code` elements with a required binding in R4, per resource type: element -> allowed codes.
 REQUIRED_CODES: dict[str, dict[str, frozenset[str]]] = {
@@ -64,8 +65,9 @@ def validate_resources(resources: Iterable[str], *, max_failures: int = 20, work
     """Validate FHIR resources given as JSON text; keeps the first `max_failures` failures (in input order).
 
     fhir.resources validates ~1,500 resources/s per core, so when `expected` (the number of resources, if known)
-    reaches PARALLEL_FROM the work is spread over `workers` processes (default: the CPUs this process may use)."""
-    workers = workers or len(os.sched_getaffinity(0))
+    reaches PARALLEL_FROM the work is spread over `workers` processes (default: the CPUs this process may use, at
+    most MAX_WORKERS)."""
+    workers = workers or min(len(os.sched_getaffinity(0)), MAX_WORKERS)
     if workers < 2 or expected is None or expected < PARALLEL_FROM:
         return _validate_numbered(enumerate(resources), max_failures)
     return _validate_in_processes(resources, max_failures, workers)
