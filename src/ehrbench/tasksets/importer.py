@@ -106,14 +106,15 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
     try:
         for task in plan.tasks:
             target = fmt.target(task)
-            answer = (_executed(fmt, task, databases[target], now[target], files)
-                      if task.is_answerable and task.gold_sql is not None else None)
-            if answer is None and task.is_answerable and task.answer_rows is not None:
-                answer = [list(row) for row in task.answer_rows]  # the published answer is the gold
-                rows.append(_row(plan, task, target, now[target], answer, None))
-                continue
+            executed = task.is_answerable and task.gold_sql is not None
+            if executed:
+                answer = _executed(fmt, task, databases[target], now[target], files)
+            elif task.is_answerable and task.answer_rows is not None:  # no gold SQL: the published answer is the gold
+                answer = [list(row) for row in task.answer_rows]
+            else:
+                answer = None
             reproduced = None
-            if answer is not None:
+            if executed:
                 report.executed += 1
                 if task.published_answer is not None and note is None:
                     reproduced = fmt.agrees(answer, task.published_answer)
