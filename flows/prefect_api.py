@@ -5,7 +5,9 @@ A busy server answers 502/503/504 ("database is locked" on SQLite) or drops conn
 retries each request (PREFECT_CLIENT_MAX_RETRIES, raised by the Makefile, the CLI and prefect.yaml); on top of that,
 the stages retry what they can safely repeat — artifact writes and the dashboard stage, which renders into a temporary
 folder and swaps it in — with backoff. An artifact is a view of the work: one that still cannot be written is a
-warning, never a failed build or evaluation.
+warning, never a failed build or evaluation. Artifact writes also wait out a 500: repeating one at worst adds a version
+of its key, and the server on PostgreSQL was seen to answer 500 to one while a nightly's 2,000 task runs were settling
+(its traceback stays in the server's log).
 """
 
 from __future__ import annotations
@@ -48,16 +50,23 @@ def is_transient_api_error(exc: BaseException) -> bool:
     return False
 
 
-def with_api_retries(call: Callable[..., T], *args, what: str, **kwargs) -> T:
-    """`call(*args, **kwargs)`, repeated with exponential backoff (and jitter) while it fails transiently: ATTEMPTS
-    calls, FIRST_DELAY_S doubling up to MAX_DELAY_S between them."""
+def is_server_error(exc: BaseException) -> bool:
+    """A transient failure, or any 5xx answer: the server failed, not the request."""
+    return is_transient_api_error(exc) or (
+        isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500)
+
+
+def with_api_retries(call: Callable[..., T], *args, what: str,
+                     retry_on: Callable[[BaseException], bool] = is_transient_api_error, **kwargs) -> T:
+    """`call(*args, **kwargs)`, repeated with exponential backoff (and jitter) while it fails with an error `retry_on`
+    accepts (by default a transient one): ATTEMPTS calls, FIRST_DELAY_S doubling up to MAX_DELAY_S between them."""
     attempts = ATTEMPTS
     def log_retry(state: RetryCallState) -> None:
         _logger().warning("%s: the Prefect API failed (%s); attempt %d of %d in %.0f s", what,
                           _one_line(state.outcome.exception()), state.attempt_number + 1, attempts,
                           state.next_action.sleep if state.next_action else 0)
 
-    retrying = Retrying(retry=retry_if_exception(is_transient_api_error), stop=stop_after_attempt(attempts),
+    retrying = Retrying(retry=retry_if_exception(retry_on), stop=stop_after_attempt(attempts),
                         wait=wait_exponential_jitter(initial=FIRST_DELAY_S, max=MAX_DELAY_S), reraise=True,
                         before_sleep=log_retry)
     return retrying(call, *args, **kwargs)
@@ -91,9 +100,9 @@ def artifact_url(key: str) -> str:
 
 def _artifact(create: Callable[..., object], *, key: str, **fields) -> None:
     try:
-        with_api_retries(create, key=key, what=f"artifact {key}", **fields)
+        with_api_retries(create, key=key, what=f"artifact {key}", retry_on=is_server_error, **fields)
     except Exception as exc:
-        if not is_transient_api_error(exc):
+        if not is_server_error(exc):
             raise
         _logger().warning("artifact %s was not written: the Prefect API kept failing (%s)", key, _one_line(exc))
 

@@ -71,6 +71,15 @@ def _log_tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+def _run_logs(logs: Path) -> str:
+    """What a failed run's assertion shows: the worker's log tail and the server's first request exceptions (a 500's
+    traceback is only in the server's log)."""
+    server = (logs / "server.log").read_text(errors="replace") if (logs / "server.log").exists() else ""
+    start = server.find("Encountered exception in request")
+    errors = "\n".join(server[start:].splitlines()[:80]) if start >= 0 else "(no request exception)"
+    return f"--- worker log ---\n{_log_tail(logs / 'worker.log', 60)}\n--- server exceptions ---\n{errors}"
+
+
 def _process_groups(leader: int) -> set[int]:
     """The process group `leader` and those of all its descendants (Linux /proc).
 
@@ -271,8 +280,7 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         # another seed than the deployment's (parameters given to a run override the deployment's)
         run, subflows, artifact_keys = _run_deployment(api, "build-benchmark/demo", timeout=600,
                                                        parameters={"seed": 7})
-    worker_log = _log_tail(logs / "worker.log", 60)
-    assert run["state"]["type"] == "COMPLETED", f"{run['state']}\n--- worker log ---\n{worker_log}"
+    assert run["state"]["type"] == "COMPLETED", f"{run['state']}\n{_run_logs(logs)}"
 
     assert sorted(r["flow_name"] for r in subflows) == sorted(STAGES), subflows
     assert all(r["state"]["type"] == "COMPLETED" for r in subflows), [r["state"] for r in subflows]
@@ -329,7 +337,7 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
             first, _, first_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=1500,
                                                    parameters={"trials": 2})
             seconds = time.monotonic() - started
-        assert first["state"]["type"] == "COMPLETED", f"{first['state']}\n{_log_tail(logs / 'worker.log', 60)}"
+        assert first["state"]["type"] == "COMPLETED", f"{first['state']}\n{_run_logs(logs)}"
         first_run_id = _run_id_of(data_dir, first)
         trials = duckdb.sql(f"select count(*) from read_parquet('{data_dir}/results/run_id={first_run_id}/"
                             "part-*.parquet')").fetchone()[0]
@@ -350,7 +358,7 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         time.sleep(1.1)  # run ids carry the UTC second
         second, _, second_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=300,
                                                  parameters={"limit": 4})
-        assert second["state"]["type"] == "COMPLETED", f"{second['state']}\n{_log_tail(logs / 'worker.log', 60)}"
+        assert second["state"]["type"] == "COMPLETED", f"{second['state']}\n{_run_logs(logs)}"
         assert "evaluation-comparison" in second_keys
     runs = sorted((data_dir / "results").glob("run_id=nightly-*"))
     assert len(runs) == 2 and all(list(run.glob("part-*.parquet")) for run in runs)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import flows.prefect_api as prefect_api
-from flows.prefect_api import _artifact, is_transient_api_error, with_api_retries
+from flows.prefect_api import _artifact, is_server_error, is_transient_api_error, with_api_retries
 
 API = "http://127.0.0.1:4200/api/flow_runs/"
 
@@ -90,6 +90,26 @@ def test_an_artifact_the_api_never_takes_is_a_warning_not_a_failure(no_waiting, 
         _artifact(call, key="questions", markdown="# x")
     assert call.calls == 4
     assert "artifact questions was not written" in caplog.text
+
+
+def test_an_artifact_write_waits_out_a_server_error(no_waiting):
+    """A 500 is no transient error for other calls (a run-creating POST is not repeated), but an artifact write is
+    safe to repeat."""
+    assert not is_transient_api_error(status_error(500)) and is_server_error(status_error(500))
+    call = Flaky(status_error(500, "internal error"), status_error(500, "internal error"))
+    _artifact(call, key="evaluation-metrics", table=[{"a": 1}])
+    assert call.calls == 3
+    other = Flaky(status_error(500, "internal error"))
+    with pytest.raises(httpx.HTTPStatusError):
+        with_api_retries(other, what="create a flow run")
+    assert other.calls == 1
+
+
+def test_an_artifact_the_server_keeps_failing_is_a_warning(no_waiting, caplog):
+    call = Flaky(*[status_error(500, "internal error")] * 10)
+    with caplog.at_level(logging.WARNING):
+        _artifact(call, key="evaluation-metrics", table=[{"a": 1}])
+    assert call.calls == 4 and "artifact evaluation-metrics was not written" in caplog.text
 
 
 def test_an_artifact_refused_for_a_real_reason_still_fails(no_waiting):
