@@ -69,6 +69,7 @@ def build_benchmark(
     time_span: int | None = None,
     eicu_preset: str = "ehrchatqa",
     ehrsql2024_dir: str | None = None,
+    mimic_iv_on_fhir: bool = True,
     questions: QuestionSettings | None = None,
     dq: DqSettings | None = None,
     data_dir: str | None = None,
@@ -77,18 +78,18 @@ def build_benchmark(
 
     Source directories default to EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR, else the release is
     downloaded from PhysioNet into data/raw/. `ehrsql2024_dir` (or EHRBENCH_EHRSQL2024_DIR): the published
-    EHRSQL-2024 mimic_iv/ folder, whose valid questions then get FHIR resource-id ground truth. `questions`: how
-    many questions per template, the kept share of empty answers, the quarantine threshold, the paraphrasing
-    model (default: EHRBENCH_PARAPHRASE_MODEL, else offline phrasings). `dq`: the recipe file of the data-quality
-    audit tasks (default: the suite's own). `data_dir`
-    defaults to EHRBENCH_DATA_DIR or ./data.
+    EHRSQL-2024 mimic_iv/ folder, whose valid questions then get FHIR resource-id ground truth. `mimic_iv_on_fhir`:
+    also build the FHIR view FHIR-AgentBench was built on (every raw row; large from the full MIMIC-IV).
+    `questions`: how many questions per template, the kept share of empty answers, the quarantine threshold, the
+    paraphrasing model (default: EHRBENCH_PARAPHRASE_MODEL, else offline phrasings). `dq`: the recipe file of the
+    data-quality audit tasks (default: the suite's own). `data_dir` defaults to EHRBENCH_DATA_DIR or ./data.
     """
     with one_line_errors(BuildParameters):  # out of range: one line naming the parameter, before any stage
         parameters = BuildParameters.from_environment(
             mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
             mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
             start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
-            questions=questions, dq=dq)
+            mimic_iv_on_fhir=mimic_iv_on_fhir, questions=questions, dq=dq)
     recipes = load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
     dbt_vars = ProfileVars.for_build(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
                                      start_year=parameters.start_year, time_span=parameters.time_span,
@@ -133,7 +134,7 @@ def build_benchmark(
                 done(databases_detail(databases))
             with stage("fhir") as done:
                 fhir_run, fhir = build_fhir(layout, build_dir, dbt_vars, parameters.seed, logs,
-                                            parameters.ehrsql2024_dir)
+                                            parameters.ehrsql2024_dir, parameters.mimic_iv_on_fhir)
                 done(fhir_detail(fhir))
             with stage("questions") as done:
                 question_sets = build_questions(build_dir, dbt_vars, parameters.seed, parameters.questions,

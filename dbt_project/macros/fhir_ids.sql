@@ -21,6 +21,12 @@
         'ObservationMicroSusc': 'f329a1f139e355d7a1f2e3c70a8e371b',
         'SpecimenMicro': 'd84c089c24e4504cbd48a7f183049f58',
         'Location': 'ef6e778f19da5a13875f01c97838b003',
+        'Organization': '0b10fe39a14f599385269e46bcc25153',
+        'ProcedureICU': '7d31e702a0615b3895c6ae66d39c7fd2',
+        'SpecimenLab': '23d61b09a7bf5507a1cd61a144c1b2d6',
+        'ObservationDatetimeevents': '2289d97d407d58279ae4d504b9f6c064',
+        'MedicationDispense': '515bdebd5be252bf929e183e439b554c',
+        'MedicationAdministration': '07df8aa70779500ba65f79a52a59be22',
     } -%}
     {%- set digest = "sha1(from_hex('" ~ namespaces[namespace_name] ~ "') || encode(cast(" ~ key_expr ~ " as varchar)))" -%}
     (substr({{ digest }}, 1, 8) || '-' || substr({{ digest }}, 9, 4) || '-5' || substr({{ digest }}, 14, 3) || '-'
@@ -31,28 +37,42 @@
      || substr({{ digest }}, 18, 3) || '-' || substr({{ digest }}, 21, 12))
 {%- endmacro %}
 
-{#- A FHIR dateTime. FHIR needs a zone offset once a time is given; MIMIC-IV on FHIR writes its (shifted, local)
-    times with -04:00, and so do we, so that wall-clock times read the same as in the SQL databases. json=true: as
-    a JSON string (the quotes written by strftime). -#}
-{% macro fhir_datetime(timestamp_expr, json=false) -%}
+{#- A FHIR dateTime. FHIR needs a zone offset once a time is given. The EHRSQL-aligned view writes its (shifted,
+    local) times with -04:00, so that wall-clock times read the same as in the SQL databases. zone='America/New_York'
+    writes raw times as MIMIC-IV on FHIR does (PostgreSQL's cast to timestamptz in that session zone): the offset of
+    the date, -05:00 or -04:00; a time in the spring-forward gap reads one hour later, an ambiguous fall-back time
+    takes standard time (ICU's rules, the same as PostgreSQL's). Whole-hour offsets only. json=true: as a JSON
+    string. -#}
+{% macro fhir_datetime(timestamp_expr, json=false, zone=none) -%}
     {%- set quote = '"' if json else '' -%}
+    {%- if zone is none -%}
     strftime({{ timestamp_expr }}, '{{ quote }}%Y-%m-%dT%H:%M:%S-04:00{{ quote }}')
+    {%- else -%}
+    {%- set instant = "timezone('" ~ zone ~ "', cast(" ~ timestamp_expr ~ " as timestamp))" -%}
+    {%- set wall_clock = "timezone('" ~ zone ~ "', " ~ instant ~ ")" -%}
+    (strftime({{ wall_clock }}, '{{ quote }}%Y-%m-%dT%H:%M:%S')
+     || printf('%+03d:00{{ quote }}', date_diff('hour', timezone('UTC', {{ instant }}), {{ wall_clock }})))
+    {%- endif -%}
 {%- endmacro %}
 
-{#- Condition (diagnoses_icd) and Procedure (procedures_icd) resources: one per coded event of the MIMIC-IV
-    profiles (the EHRSQL-2024 preprocessing's rows), with MIMIC-IV's raw ICD code and its original-case title;
+{#- Condition (diagnoses_icd) and Procedure (procedures_icd) resources: one per coded event of events_model (the
+    EHRSQL-2024 preprocessing's rows, or every raw row for the mimic_iv_on_fhir view, which also gives the profile
+    and the zone of its times), with MIMIC-IV's raw ICD code and its original-case title;
     ids from the raw key hadm_id-seq_num-icd_code. Procedures also carry their (shifted) time. The code member is
     written once per distinct code, patient and encounter ids once per key (macros/fhir_json.sql). -#}
-{% macro fhir_icd_event_resources(resource_type, events_model, dictionary_model, code_system_stem) %}
+{% macro fhir_icd_event_resources(resource_type, events_model, dictionary_model, code_system_stem, profile=none,
+                                 zone=none) %}
 {%- if resource_type == 'Condition' -%}
     {%- set kind_members = [fhir_json_required('category', fhir_json_array(fhir_json_concept(
-        'http://terminology.hl7.org/CodeSystem/condition-category', "'encounter-diagnosis'")))] -%}
+        'http://terminology.hl7.org/CodeSystem/condition-category', "'encounter-diagnosis'",
+        "'Encounter Diagnosis'" if profile else none)))] -%}
 {%- else -%}
     {%- set kind_members = [fhir_json_required('status', fhir_json_constant('completed')),
-                            fhir_json_optional('performedDateTime', fhir_json_datetime('e.charttime'))] -%}
+                            fhir_json_optional('performedDateTime', fhir_json_datetime('e.charttime', zone))] -%}
 {%- endif -%}
 {%- set members = [fhir_json_required('resourceType', fhir_json_constant(resource_type)),
                    fhir_json_required('id', fhir_json_plain_string('e.id'))]
+                  + ([fhir_json_required('meta', fhir_json_meta(profile))] if profile else [])
                   + kind_members
                   + ['c.code_member',
                      fhir_json_optional('subject', 'p.reference'),

@@ -43,9 +43,14 @@
     case when isfinite(cast({{ expr }} as double)) then cast({{ expr }} as varchar) end
 {%- endmacro %}
 
-{#- A FHIR dateTime (see fhir_datetime) as a JSON string. -#}
-{% macro fhir_json_datetime(timestamp_expr) -%}
-    {{ fhir_datetime(timestamp_expr, json=true) }}
+{#- A FHIR dateTime (see fhir_datetime; zone: as MIMIC-IV on FHIR writes raw times) as a JSON string. -#}
+{% macro fhir_json_datetime(timestamp_expr, zone=none) -%}
+    {{ fhir_datetime(timestamp_expr, json=true, zone=zone) }}
+{%- endmacro %}
+
+{#- A FHIR date (a DATE value) as a JSON string. -#}
+{% macro fhir_json_date(date_expr) -%}
+    strftime(cast({{ date_expr }} as date), '"%Y-%m-%d"')
 {%- endmacro %}
 
 {#- Objects and arrays -#}
@@ -175,10 +180,11 @@
     ('{"url":"{{ url }}","{{ value_member }}":' || {{ value_json }} || '}')
 {%- endmacro %}
 
-{#- A Period; NULL without start and end. start_required=true when the start is never NULL (cheaper). -#}
-{% macro fhir_json_period(start_expr, end_expr, start_required=false) -%}
-    {%- set start_member = (fhir_json_required if start_required else fhir_json_optional)('start', fhir_json_datetime(start_expr)) -%}
-    {{ fhir_json_object(start_member, fhir_json_optional('end', fhir_json_datetime(end_expr))) }}
+{#- A Period; NULL without start and end. start_required=true when the start is never NULL (cheaper); zone: see
+    fhir_datetime. -#}
+{% macro fhir_json_period(start_expr, end_expr, start_required=false, zone=none) -%}
+    {%- set start_member = (fhir_json_required if start_required else fhir_json_optional)('start', fhir_json_datetime(start_expr, zone)) -%}
+    {{ fhir_json_object(start_member, fhir_json_optional('end', fhir_json_datetime(end_expr, zone))) }}
 {%- endmacro %}
 
 {#- Ids -#}

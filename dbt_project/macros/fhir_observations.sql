@@ -29,10 +29,10 @@
     {{ fhir_id('ObservationMicroOrg', test_expr ~ " || '-' || " ~ specimen_expr ~ " || '-' || " ~ org_expr) }}
 {%- endmacro %}
 
-{#- The microbiology rows of the MIMIC-IV profiles (int_ehrsql2024__mimic_iv__microbiologyevents: the cohort's
-    rows, shifted charttime) with MIMIC-IV's raw fields in their original case (joined by microevent_id). A select
-    statement, for a CTE. -#}
-{% macro fhir_micro_rows() %}
+{#- The microbiology rows of rows_model (the EHRSQL-2024 intermediate model: the cohort's rows, shifted charttime; or
+    the mimic_iv_on_fhir view's: every row, raw time) with MIMIC-IV's raw fields in their original case (joined by
+    microevent_id). A select statement, for a CTE. -#}
+{% macro fhir_micro_rows(rows_model) %}
     select
         s.microevent_id,
         s.micro_specimen_id,
@@ -48,10 +48,11 @@
         s.dilution_value,
         s.interpretation,
         s.comments,
+        s.storetime,
         m.subject_id,
         m.hadm_id,
         m.charttime
-    from {{ ref('int_ehrsql2024__mimic_iv__microbiologyevents') }} as m
+    from {{ ref(rows_model) }} as m
     inner join {{ ref('stg_mimic_iv__microbiologyevents') }} as s
         on s.microevent_id = cast(m.source_key->>'microevent_id' as bigint)
 {% endmacro %}

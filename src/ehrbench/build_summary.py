@@ -64,6 +64,8 @@ def fhir_detail(fhir: FhirEntry | Mapping) -> str:
     fhir = FhirEntry.model_validate(fhir)
     counts = fhir.counts
     line = f"{sum(counts.values()):,} resources of {len(counts)} types, {fhir.validated:,} validated"
+    for name, view in fhir.views.items():
+        line += f"; {name}: {sum(view.counts.values()):,} resources, {view.validated:,} validated"
     if grounding := fhir.ground_truth.get("ehrsql2024_valid"):
         shares = grounding["all"]  # ground_truth.GroundingSummary: mapped (ids found) or empty (gold reads none)
         line += (f"; EHRSQL-2024 valid questions grounded: {shares['mapped'] + shares['empty']:,} of "

@@ -12,6 +12,7 @@ the FHIR endpoint and other people's tools read them. tests/unit/test_layout.py 
         manifest.json
         db/<profile>/<database>.duckdb|.sqlite                               agent-facing
         fhir/<ResourceType>.ndjson.gz, fhir/resources.duckdb                 agent-facing (FHIR tools, endpoint)
+        fhir/mimic_iv_on_fhir/<ResourceType>.ndjson.gz, …/resources.duckdb   agent-facing (FHIR-AgentBench's view)
         hidden/lineage/<profile>/<database>.parquet                          hidden
         hidden/rename_maps/<profile>/<database>.json                         hidden
         hidden/fhir_ground_truth/<name>.parquet                              hidden
@@ -140,11 +141,20 @@ class BuildLayout:
     def fhir_resources(self) -> Path:
         """`fhir/resources.duckdb`: every resource as JSON, table `resources` (agent-facing through the FHIR tools
         and endpoint)."""
-        return self.fhir / "resources.duckdb"
+        return self.fhir_view_resources(None)
 
-    def fhir_ndjson(self, resource_type: str) -> Path:
-        """`fhir/<ResourceType>.ndjson.gz`: one resource per line, in id order (agent-facing)."""
-        return self.fhir / f"{resource_type}.ndjson.gz"
+    def fhir_ndjson(self, resource_type: str, view: str | None = None) -> Path:
+        """`fhir/[<view>/]<ResourceType>.ndjson.gz`: one resource per line, in id order (agent-facing)."""
+        return self.fhir_view(view) / f"{resource_type}.ndjson.gz"
+
+    def fhir_view(self, view: str | None) -> Path:
+        """`fhir/` (the EHRSQL-aligned view: view None) or `fhir/<view>/` (another FHIR view, e.g. `mimic_iv_on_fhir`,
+        the resources FHIR-AgentBench was built on)."""
+        return self.fhir / view if view else self.fhir
+
+    def fhir_view_resources(self, view: str | None) -> Path:
+        """`fhir/[<view>/]resources.duckdb`: a view's resources as JSON, table `resources` (agent-facing)."""
+        return self.fhir_view(view) / "resources.duckdb"
 
     def fhir_ground_truth(self, name: str) -> Path:
         """`hidden/fhir_ground_truth/<name>.parquet`: the resource ids each question's answer needs, e.g.

@@ -41,13 +41,20 @@ class DatabaseEntry(ManifestPart):
         "Hidden files of the database (lineage, rename_map), relative to the build folder."))
 
 
-class FhirEntry(ManifestPart):
-    """`fhir`: the FHIR R4 resources of the build."""
+class FhirViewEntry(ManifestPart):
+    """The FHIR R4 resources of one view of the build."""
 
     counts: dict[str, int] = Field(default_factory=dict, description="Resource type → resources.")
     files: dict[str, str] = Field(default_factory=dict, description="Resource type (and duckdb) → file.")
     validated: int = Field(0, description="Resources validated with fhir.resources.")
     validated_patients: int | None = Field(None, description="Patients sampled for validation (None: all).")
+
+
+class FhirEntry(FhirViewEntry):
+    """`fhir`: the FHIR R4 resources of the build: the EHRSQL-aligned view, and the others under `views`."""
+
+    views: dict[str, FhirViewEntry] = Field(default_factory=dict, description=(
+        "Other FHIR views by name (mimic_iv_on_fhir: MIMIC-IV on FHIR's resources of every raw row, raw times)."))
     ground_truth: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "Published question sets grounded in the resources (ehrsql2024_valid): file, shares, the dual check."))
 

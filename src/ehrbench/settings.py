@@ -90,6 +90,9 @@ class BuildParameters(BaseModel):
     ehrsql2024_dir: Path | None = Field(None, description=(
         "Published EHRSQL-2024 questions (its mimic_iv/ folder): their valid split gets FHIR resource-id ground "
         "truth in the build. Default: $EHRBENCH_EHRSQL2024_DIR, else none."))
+    mimic_iv_on_fhir: bool = Field(True, description=(
+        "Also build the mimic_iv_on_fhir FHIR view: MIMIC-IV on FHIR's resources of every raw row, the data "
+        "FHIR-AgentBench was built on (~500k resources from the demo; from the full MIMIC-IV, hundreds of millions)."))
     eicu_preset: Literal["ehrchatqa", "ehrsql2022"] = Field(
         "ehrchatqa", description="eICU time constants: EHR-ChatQA's (2100, span 0) or EHRSQL-2022's (2100-2105).")
     questions: QuestionSettings = Field(default_factory=lambda: QuestionSettings(),

@@ -54,9 +54,7 @@ def demo_build(cli_env, tmp_path_factory, worker_id) -> dict:
     under a lock in the folder all workers' temporary folders share, and the others wait for it. Its data directory
     (`data_dir`) is test_build_cli's, which adds to it (evaluations, failing builds) but changes no build; `snapshot`
     is a copy taken right after the build, for tests that build again in a copy of their own."""
-    shared = tmp_path_factory.getbasetemp()
-    shared = (shared.parent if worker_id != "master" else shared) / "demo-build"
-    shared.mkdir(exist_ok=True)
+    shared = _shared_folder(tmp_path_factory, worker_id, "demo-build")
     record = shared / "build.json"
     with (shared / "lock").open("a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
@@ -66,6 +64,14 @@ def demo_build(cli_env, tmp_path_factory, worker_id) -> dict:
             record.write_text(json.dumps(built))
     built = json.loads(record.read_text())
     return {**built, "data_dir": shared / "data", "snapshot": shared / "snapshot", "folder": Path(built["folder"])}
+
+
+def _shared_folder(tmp_path_factory, worker_id: str, name: str) -> Path:
+    """A folder in the one all pytest-xdist workers' temporary folders share (the session's own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if worker_id != "master" else base) / name
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 def _build_demo(data_dir: Path, cli_env: dict) -> dict:
@@ -94,17 +100,24 @@ def copy_data_dir(source: Path, target: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def fhir_warehouse(mimic_demo_dir, tmp_path_factory):
-    """A warehouse with the MIMIC-IV demo, its staging, the ehrsql2024 profile with its lineage and the whole FHIR
-    view built with its dbt tests (read-only from the tests)."""
-    root = tmp_path_factory.mktemp("fhir")
+def fhir_warehouse(mimic_demo_dir, tmp_path_factory, worker_id):
+    """A warehouse with the MIMIC-IV demo, its staging, the ehrsql2024 profile with its lineage and both FHIR views
+    (fhir__mimic_iv, fhir__mimic_iv_on_fhir) built with their dbt tests (read-only from the tests); made once per
+    test run, like demo_build."""
+    root = _shared_folder(tmp_path_factory, worker_id, "fhir")
     path = root / "warehouse.duckdb"
-    with connect(path) as con:
-        ingest_release(con, release_for("mimic_iv"), mimic_demo_dir, origin="local")
-    run_dbt(["run", "--select", "staging.mimic_iv", "ehrsql2024", "lineage__ehrsql2024__mimic_iv"], warehouse=path,
-            work_dir=root / "dbt", vars=profile_vars(0))
-    run = run_dbt(["build", "--select", "fhir"], warehouse=path, work_dir=root / "dbt", vars=profile_vars(0))
-    assert run.count("error") == 0 and run.count("fail") == 0, run.summary
+    with (root / "lock").open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "built").is_file():
+            path.unlink(missing_ok=True)
+            with connect(path) as con:
+                ingest_release(con, release_for("mimic_iv"), mimic_demo_dir, origin="local")
+            run_dbt(["run", "--select", "staging.mimic_iv", "ehrsql2024", "lineage__ehrsql2024__mimic_iv"],
+                    warehouse=path, work_dir=root / "dbt", vars=profile_vars(0))
+            run = run_dbt(["build", "--select", "fhir", "mimic_iv_on_fhir_race"], warehouse=path,
+                          work_dir=root / "dbt", vars=profile_vars(0))
+            assert run.count("error") == 0 and run.count("fail") == 0, run.summary
+            (root / "built").touch()
     return path
 
 

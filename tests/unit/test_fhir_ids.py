@@ -6,13 +6,14 @@ from __future__ import annotations
 import random
 import re
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import jinja2
 import pytest
 
-from ehrbench.fhir.ids import RESOURCE_KEYS, key_of, medication_key, namespace, resource_id
+from ehrbench.fhir.ids import ORGANIZATION_KEY, RESOURCE_KEYS, key_of, medication_key, namespace, resource_id
 
 MACRO_FILE = Path(__file__).resolve().parents[2] / "dbt_project" / "macros" / "fhir_ids.sql"
 
@@ -23,6 +24,8 @@ def test_ids_published_by_fhir_agentbench():
     assert resource_id("ObservationLabevents", 222161) == "a8407c1c-7737-5d0a-9209-168158821204"
     # patient 10018328's first visit: diagnosis seq_num 9, ICD-10 E780 (demo hosp/diagnoses_icd.csv.gz)
     assert resource_id("Condition", key_of(26706939, 9, "E780")) == "bcc812bc-a287-5a91-8857-8d0c5dd93fbe"
+    # MIMIC-IV on FHIR's Organization, the managingOrganization of its published Patients
+    assert resource_id("Organization", ORGANIZATION_KEY) == "ee172322-118b-5716-abbc-18e4c5437e15"
 
 
 def test_one_id_per_resource_kind_by_hand():
@@ -66,3 +69,35 @@ def test_sql_ids_equal_python_ids_for_random_keys():
         assert {key: got for key, got in rows} == {key: resource_id(name, key) for key in keys}
     assert con.execute(f"select {fhir_id('Patient', '10009628')}").fetchone()[0] == \
         "51d2190c-cc46-56c5-b2ea-363895cbea75"  # an integer key is cast to text, as str() does
+
+
+def _datetime_macro():
+    return jinja2.Environment().from_string(MACRO_FILE.read_text()).module.fhir_datetime
+
+
+@pytest.mark.parametrize(("raw", "published"), [
+    ("2174-12-16 15:20:00", "2174-12-16T15:20:00-05:00"),  # MIMIC-IV on FHIR IG example (winter)
+    ("2177-07-14 20:38:00", "2177-07-14T20:38:00-04:00"),  # IG example (summer)
+    # kind-lab/mimic-fhir#124: an admission at 02:01 on a spring-forward day is published one hour later
+    ("2174-03-13 02:01:00", "2174-03-13T03:01:00-04:00"),
+    ("2174-11-06 01:30:00", "2174-11-06T01:30:00-05:00"),  # PostgreSQL reads an ambiguous time as standard time
+    ("2133-12-31 23:59:00", "2133-12-31T23:59:00-05:00"),
+])
+def test_raw_times_are_written_as_mimic_iv_on_fhir_writes_them(raw, published):
+    sql = _datetime_macro()("t", zone="America/New_York")
+    assert duckdb.sql(f"select {sql} from (select timestamp '{raw}' as t)").fetchone()[0] == published
+
+
+def test_raw_times_follow_the_new_york_zone_rules_on_any_date():
+    """Away from the DST changes, the offset is Python's zoneinfo offset of the wall-clock time; the session's time
+    zone does not matter."""
+    from zoneinfo import ZoneInfo
+
+    rng, zone = random.Random(1), ZoneInfo("America/New_York")
+    times = [datetime(2100, 1, 1) + timedelta(minutes=rng.randrange(100 * 365 * 24 * 60)) for _ in range(300)]
+    times = [t for t in times if t.hour not in (1, 2)]  # no gap or ambiguous hour
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'Asia/Tokyo'")
+    con.execute("create table t as select unnest(?::timestamp[]) as t", [times])
+    rows = con.execute(f"select t, {_datetime_macro()('t', json=True, zone='America/New_York')} from t").fetchall()
+    assert {t: text for t, text in rows} == {t: '"' + t.replace(tzinfo=zone).isoformat() + '"' for t in times}

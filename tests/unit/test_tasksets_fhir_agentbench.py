@@ -42,16 +42,20 @@ def _csv(path: Path, rows=ROWS, columns=COLUMNS) -> Path:
 
 @pytest.fixture
 def data(tmp_path) -> DataLayout:
-    """A build with a FHIR view of four resources (no Observation o-gone)."""
+    """A build whose mimic_iv_on_fhir view has four resources (no Observation o-gone); its EHRSQL-aligned view has
+    only the Patient (FHIR-AgentBench's tasks must not read it)."""
     folder = tmp_path / "data" / "benchmarks" / "B1"
-    (folder / "fhir").mkdir(parents=True)
-    with duckdb.connect(str(folder / "fhir" / "resources.duckdb")) as con:
-        con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
-                    "source_table varchar, source_key varchar, resource json)")
-        con.execute("insert into resources values ('p1', 'Patient', 'p1', 'patients', '1', '{}'), "
-                    "('m1', 'MedicationRequest', 'p1', 'prescriptions', '1', '{}'), "
-                    "('m2', 'MedicationRequest', 'p1', 'prescriptions', '2', '{}'), "
-                    "('o1', 'Observation', 'p1', 'chartevents', '1', '{}')")
+    (folder / "fhir" / "mimic_iv_on_fhir").mkdir(parents=True)
+    for path, rows in ((folder / "fhir" / "mimic_iv_on_fhir" / "resources.duckdb",
+                        "('p1', 'Patient', 'p1', 'patients', '1', '{}'), "
+                        "('m1', 'MedicationRequest', 'p1', 'prescriptions', '1', '{}'), "
+                        "('m2', 'MedicationRequest', 'p1', 'prescriptions', '2', '{}'), "
+                        "('o1', 'Observation', 'p1', 'chartevents', '1', '{}')"),
+                       (folder / "fhir" / "resources.duckdb", "('p1', 'Patient', 'p1', 'patients', '1', '{}')")):
+        with duckdb.connect(str(path)) as con:
+            con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
+                        "source_table varchar, source_key varchar, resource json)")
+            con.execute(f"insert into resources values {rows}")
     (folder / "manifest.json").write_text(json.dumps({"build_id": "B1", "parameters": {}}))
     (tmp_path / "data" / "benchmarks" / "latest").symlink_to("B1")
     return DataLayout(root=tmp_path / "data")
@@ -111,11 +115,11 @@ def test_a_bad_file_is_refused_naming_the_file_and_the_task(tmp_path, change, ex
 
 def test_an_import_keeps_the_published_gold_and_reports_the_ids_the_fhir_view_holds(data, tmp_path):
     plan = plan_import(data, "fhir-agentbench", [_csv(tmp_path / "q.csv")])
-    assert plan.layout.name == "fhir-agentbench" and "not comparable with the paper's" in plan.warnings[0]
+    assert plan.layout.name == "fhir-agentbench" and not plan.warnings  # the view is the data the paper used
     manifest = run_import(plan)
     report = manifest.reproduction
     assert (manifest.targets, manifest.suite, manifest.protocol, report.executed) == (
-        ["fhir/mimic_iv"], "fhir", "fhir_agentbench", 0)
+        ["fhir/mimic_iv_on_fhir"], "fhir", "fhir_agentbench", 0)
     # distinct gold ids by type: MedicationRequest m1, m2 (both held), Observation o1 (held) and o-gone, Patient p1
     assert {kind: (c.published, c.found) for kind, c in report.fhir_ids.items()} == {
         "MedicationRequest": (2, 2), "Observation": (2, 1), "Patient": (1, 1)}
@@ -152,14 +156,15 @@ def test_its_tasks_run_on_the_fhir_view_about_their_patient(data, tmp_path):
     tasks = {task.view.task_id: task for task in taskset_tasks(data.taskset("fhir-agentbench"), data.latest)}
     view, gold = tasks["fhir-agentbench/a2"].view, tasks["fhir-agentbench/a2"].gold
     assert (view.suite, view.database, view.patient_fhir_id, view.protocol) == ("fhir", None, "p1", "fhir_agentbench")
-    assert view.fhir_resources == data.latest / "fhir" / "resources.duckdb"
+    assert view.fhir_resources == data.latest / "fhir" / "mimic_iv_on_fhir" / "resources.duckdb"
     assert view.context == "Assume the current time is 2133-12-31 23:59:00."
     assert (gold.fhir_ids, gold.answer_text, gold.sql) == (("o-gone", "o1"), "[['2133-12-31 02:00:00']]", None)
 
 
-def test_a_build_without_a_fhir_view_is_refused(data, tmp_path):
-    (data.latest / "fhir" / "resources.duckdb").unlink()
-    with pytest.raises(ConfigError, match="has no FHIR view"):
+def test_a_build_without_the_mimic_iv_on_fhir_view_is_refused(data, tmp_path):
+    """A build made before the view has only the EHRSQL-aligned one: the tasks' gold is not on it."""
+    (data.latest / "fhir" / "mimic_iv_on_fhir" / "resources.duckdb").unlink()
+    with pytest.raises(ConfigError, match="has no mimic_iv_on_fhir FHIR view .* rebuild, then import"):
         plan_import(data, "fhir-agentbench", [_csv(tmp_path / "q.csv")])
 
 

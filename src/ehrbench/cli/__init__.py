@@ -68,6 +68,10 @@ def build(
     ehrsql2024_dir: Annotated[Path | None, typer.Option(
         help="Published EHRSQL-2024 mimic_iv/ folder: its valid questions get FHIR resource-id ground truth. "
              "Default: $EHRBENCH_EHRSQL2024_DIR, else none.")] = None,
+    mimic_iv_on_fhir: Annotated[bool, typer.Option(
+        "--mimic-iv-on-fhir/--no-mimic-iv-on-fhir",
+        help="Also build the mimic_iv_on_fhir FHIR view (MIMIC-IV on FHIR's resources of every raw row: "
+             "FHIR-AgentBench's data; large from the full MIMIC-IV).")] = True,
     questions_per_template: Annotated[int, typer.Option(help="Questions per template and database.")] = 5,
     paraphrase_model: Annotated[str | None, typer.Option(
         help="Chat model that paraphrases the questions: openai:<model>[@<base_url>] or gemini:<model>. Default: "
@@ -83,6 +87,7 @@ def build(
         mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
         mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
         start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
+        mimic_iv_on_fhir=mimic_iv_on_fhir,
         questions={"per_template": questions_per_template, "paraphrase_model": paraphrase_model},
         dq={"recipes": dq_recipes.resolve() if dq_recipes else None}))
     use_prefect(root, verbose=verbose)
@@ -96,7 +101,7 @@ def build(
             strict_checksums=strict_checksums, seed=seed, mimic_iv_edition=mimic_iv_edition,
             eicu_edition=eicu_edition, current_time=current_time, start_year=start_year, time_span=time_span,
             eicu_preset=eicu_preset, ehrsql2024_dir=str(ehrsql2024_dir) if ehrsql2024_dir else None,
-            questions=parameters.questions, dq=parameters.dq, data_dir=str(root))
+            mimic_iv_on_fhir=mimic_iv_on_fhir, questions=parameters.questions, dq=parameters.dq, data_dir=str(root))
     _result(folder)
 
 

@@ -59,8 +59,10 @@ def taskset_tasks(taskset: TaskSetLayout, build_dir: Path) -> list[EvalTask]:
         protocol, extra = row["protocol"] or manifest.protocol, json.loads(row["extra"] or "{}")
         view = TaskView(row["suite"], task_id(manifest.name, row["question_id"]), row["db"], row["question"],
                         row["context"], protocol=protocol, current_time=row["current_time"])
-        if row["suite"] == "fhir":  # FHIR-AgentBench: the build's FHIR view, about the patient the task names
-            view = replace(view, fhir_resources=build.fhir_resources, patient_fhir_id=extra.get("patient_fhir_id"))
+        if row["suite"] == "fhir":  # FHIR-AgentBench: a FHIR view of the build, about the patient the task names
+            fhir_view = None if database == "mimic_iv" else database  # "mimic_iv": the EHRSQL-aligned view
+            view = replace(view, fhir_resources=build.fhir_view_resources(fhir_view),
+                           patient_fhir_id=extra.get("patient_fhir_id"))
         else:
             view = replace(view, database=build.database_files(profile, database)[1])
         rows = json.loads(row["answer"]) if row["answer"] is not None else None

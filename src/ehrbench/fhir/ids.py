@@ -32,7 +32,17 @@ RESOURCE_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ObservationMicroSusc": ("microbiologyevents", ("microevent_id",)),
     "SpecimenMicro": ("microbiologyevents", ("micro_specimen_id",)),
     "Location": ("transfers", ("careunit",)),
+    # MIMIC-IV on FHIR's other resources (the mimic_iv_on_fhir view)
+    "ProcedureICU": ("procedureevents", ("stay_id", "orderid", "itemid")),
+    "SpecimenLab": ("labevents", ("specimen_id",)),
+    "ObservationDatetimeevents": ("datetimeevents", ("stay_id", "charttime", "itemid")),
+    "MedicationDispense": ("pharmacy", ("pharmacy_id",)),
+    "MedicationAdministration": ("emar_detail", ("emar_id", "parent_field_ordinal")),
+    "Organization": ("", ("npi",)),  # no source table: the one hospital, key ORGANIZATION_KEY
 }
+
+# The key of MIMIC-IV on FHIR's one Organization (Beth Israel Deaconess Medical Center): its NPI as a URL.
+ORGANIZATION_KEY = "http://hl7.org/fhir/sid/us-npi/1194052720"
 
 # Namespace name -> the FHIR resource type of its resources.
 RESOURCE_TYPES: dict[str, str] = {
@@ -41,7 +51,9 @@ RESOURCE_TYPES: dict[str, str] = {
     "ObservationLabevents": "Observation", "ObservationChartevents": "Observation",
     "ObservationOutputevents": "Observation", "MedicationAdministrationICU": "MedicationAdministration",
     "ObservationMicroTest": "Observation", "ObservationMicroOrg": "Observation", "ObservationMicroSusc": "Observation",
-    "SpecimenMicro": "Specimen", "Location": "Location",
+    "SpecimenMicro": "Specimen", "Location": "Location", "ProcedureICU": "Procedure", "SpecimenLab": "Specimen",
+    "ObservationDatetimeevents": "Observation", "MedicationDispense": "MedicationDispense",
+    "MedicationAdministration": "MedicationAdministration", "Organization": "Organization",
 }
 
 

@@ -14,9 +14,10 @@ row:
 | `template` | the EHRSQL template (optional) |
 
 Other columns (the official file's `sql_query`, a redistribution's `task_type`) are kept out: the gold SQL ran on
-the original MIMIC-IV, not on a database of the build. The tasks run with the `fhir` agent suite on the build's FHIR
-view and are scored by protocol `fhir_agentbench`; their gold is the published answer and ids (no gold SQL to run).
-On import, the share of gold ids that exist in the build's FHIR view is reported by resource type."""
+the original MIMIC-IV, not on a database of the build. The tasks run with the `fhir` agent suite on the build's
+`mimic_iv_on_fhir` FHIR view (MIMIC-IV on FHIR's resources of every raw row, raw times: the data the questions were
+answered on) and are scored by protocol `fhir_agentbench`; their gold is the published answer and ids (no gold SQL to
+run). On import, the share of gold ids that exist in that view is reported by resource type."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ehrbench.tasksets.model import ImportedTask, Target
 COLUMNS = ("question_id", "question", "assumption", "patient_fhir_id", "true_answer", "true_fhir_ids")
 FILE = ("FHIR-AgentBench's question CSV with the columns " + ", ".join(COLUMNS)
         + " (template optional), e.g. questions_answers_sql_fhir.csv")
-FHIR_VIEW = Target("fhir", "mimic_iv")  # the build's FHIR view (fhir/resources.duckdb)
+FHIR_VIEW = Target("fhir", "mimic_iv_on_fhir")  # the build's view fhir/mimic_iv_on_fhir/
 
 
 class FhirAgentBenchFormat(TaskFormat):
@@ -43,7 +44,7 @@ class FhirAgentBenchFormat(TaskFormat):
     protocol = "fhir_agentbench"
     suite = "fhir"
     profile = FHIR_VIEW.profile
-    summary = "FHIR-AgentBench question CSV (true_answer, true_fhir_ids) on the build's FHIR view"
+    summary = "FHIR-AgentBench question CSV (true_answer, true_fhir_ids) on the build's mimic_iv_on_fhir view"
 
     def read(self, paths: Sequence[Path]) -> list[ImportedTask]:
         if len(paths) != 1:
@@ -65,12 +66,14 @@ class FhirAgentBenchFormat(TaskFormat):
         return FHIR_VIEW
 
     def check_build(self, build: BuildInfo) -> list[str]:
-        if not BuildLayout(build.folder).fhir_resources.is_file():
-            raise ConfigError(f"--build: build {build.build_id} has no FHIR view "
-                              f"({BuildLayout(build.folder).fhir_resources}); expected a build with its fhir stage")
-        return ["FHIR-AgentBench asked its questions on MIMIC-IV on FHIR (raw times, every patient); this build's FHIR "
-                "view has the EHRSQL-2024 cohort with shifted times, so answers and ids differ where the two do "
-                "(see the id coverage below): its scores are not comparable with the paper's"]
+        resources = self.fhir_resources(build)
+        if not resources.is_file():
+            raise ConfigError(f"--build: build {build.build_id} has no {FHIR_VIEW.database} FHIR view ({resources}; "
+                              "builds of ehrbench before it have only the EHRSQL-aligned one): rebuild, then import")
+        return []
+
+    def fhir_resources(self, build: BuildInfo) -> Path:
+        return BuildLayout(build.folder).fhir_view_resources(FHIR_VIEW.database)
 
     def not_compared(self, build: BuildInfo) -> str | None:
         return "the published answers and resource ids are the gold: the file has no gold SQL for this build"

@@ -89,6 +89,10 @@ class TaskFormat(ABC):
         """Warnings about running the tasks on `build`; raises ConfigError when they cannot run on it."""
         return []
 
+    def fhir_resources(self, build: BuildInfo) -> Path | None:
+        """The FHIR view whose resources hold the tasks' gold ids (None: the format has no FHIR ids)."""
+        return None
+
     def not_compared(self, build: BuildInfo) -> str | None:
         """Why published answers are recomputed on `build` instead of compared with it (None: they are compared)."""
         return None

@@ -23,7 +23,7 @@ import duckdb
 
 from ehrbench.ehrsql.scoring import format_answer
 from ehrbench.errors import ConfigError
-from ehrbench.layout import BuildLayout, DataLayout, TaskSetLayout
+from ehrbench.layout import DataLayout, TaskSetLayout
 from ehrbench.settings import TASKSET_NAME_FORM
 from ehrbench.tasksets.execution import SqliteDatabase
 from ehrbench.tasksets.formats import BuildInfo, TaskFormat
@@ -127,8 +127,8 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
     finally:
         for database in databases.values():
             database.close()
-    resources = BuildLayout(build.folder).fhir_resources
-    if any(task.fhir_ids for task in plan.tasks) and resources.is_file():
+    resources = fmt.fhir_resources(build)
+    if resources and any(task.fhir_ids for task in plan.tasks) and resources.is_file():
         report.fhir_ids = _fhir_id_coverage(resources, plan.tasks)
     manifest = TaskSetManifest(
         name=plan.layout.name, format=fmt.name, protocol=fmt.protocol, suite=fmt.suite, created_at=datetime.now(UTC),
