@@ -1,9 +1,10 @@
 """Task sets on a real build: the published EHRSQL-2024 valid split imported against a demo build reproduces every
 published answer, and the evaluate-agents flow runs a task set beside a generated suite — oracle scores 100 on it,
-abstain exactly its unanswerable share, each in a metric row of its own.
+abstain exactly its unanswerable share, each in a metric row of its own. FHIR-AgentBench's question file imports on
+the build's mimic_iv_on_fhir view, which holds its gold ids, and the oracle scores 1 on it.
 
-Uses a published demo build (default /tmp/demo-data/benchmarks/latest, or $EHRBENCH_DEMO_BUILD) read-only: it is
-linked into a temporary data directory, which gets the task sets and the results."""
+Uses the session's demo build (or the build folder $EHRBENCH_DEMO_BUILD) read-only: it is linked into a temporary
+data directory, which gets the task sets and the results."""
 
 from __future__ import annotations
 
@@ -20,18 +21,21 @@ from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.integration
 
-DEMO_BUILD = Path(os.environ.get("EHRBENCH_DEMO_BUILD", "/tmp/demo-data/benchmarks/latest"))
 VALID = SHARED_DATA / "ehrsql-2024" / "mimic_iv" / "valid"
+FHIR_AGENTBENCH = SHARED_DATA / "fhir-agentbench" / "questions_answers_fhir.csv"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> DataLayout:
-    if not (DEMO_BUILD / "manifest.json").is_file():
-        pytest.skip(f"no published demo build at {DEMO_BUILD} (set EHRBENCH_DEMO_BUILD to a build folder)")
-    if not VALID.is_dir():
-        pytest.skip(f"EHRSQL-2024 data not found at {VALID}")
+def demo(request) -> Path:
+    if os.environ.get("EHRBENCH_DEMO_BUILD"):
+        return Path(os.environ["EHRBENCH_DEMO_BUILD"]).resolve()
+    return request.getfixturevalue("demo_build")["folder"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, demo) -> DataLayout:
     root = tmp_path_factory.mktemp("data")
-    build = BuildInfo.load(DEMO_BUILD)
+    build = BuildInfo.load(demo)
     (root / "benchmarks").mkdir()
     (root / "benchmarks" / build.build_id).symlink_to(build.folder)
     (root / "benchmarks" / "latest").symlink_to(build.build_id)
@@ -40,6 +44,8 @@ def data(tmp_path_factory) -> DataLayout:
 
 @pytest.fixture(scope="module")
 def valid(data):
+    if not VALID.is_dir():
+        pytest.skip(f"EHRSQL-2024 data not found at {VALID}")
     return run_import(plan_import(data, "ehrsql2024", [VALID]))
 
 
@@ -50,18 +56,14 @@ def test_the_published_valid_split_is_reproduced_on_the_demo_build(valid):
     assert (report.executed, report.compared, report.reproduced, report.mismatches) == (931, 931, 931, [])
 
 
-def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(data, valid):
-    from prefect.testing.utilities import prefect_test_harness
-
+def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(data, valid, demo, prefect_api_url):
     from flows.evaluate import evaluate_agents
 
-    chatqa_export = DEMO_BUILD / "exports" / "chatqa"
+    chatqa_export = demo / "exports" / "chatqa"
     chatqa = run_import(plan_import(data, "ehrchatqa", sorted(chatqa_export.glob("*_incre.json")), "chatqa-incre"))
     assert chatqa.reproduction.compared == chatqa.reproduction.reproduced > 0
-    with prefect_test_harness(server_startup_timeout=180):
-        folder = evaluate_agents(agents=["oracle", "abstain"], suites=["ehrsql"],
-                                 tasksets=[valid.name, chatqa.name], limit=40, run_id="tasksets",
-                                 data_dir=str(data.root), report=False)
+    folder = evaluate_agents(agents=["oracle", "abstain"], suites=["ehrsql"], tasksets=[valid.name, chatqa.name],
+                             limit=40, run_id="tasksets", data_dir=str(data.root), report=False)
     rows = {(row["agent"], row["suite"], row["taskset"]): row for row in metric_table_by_taskset(Path(folder))}
     assert set(rows) == {(agent, suite, taskset) for agent in ("abstain", "oracle") for suite, taskset in (
         ("ehrsql", None), ("ehrsql", valid.name), ("chatqa", chatqa.name))}
@@ -74,3 +76,22 @@ def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(data, 
         f"select avg(case when is_answerable then 0 else 1 end) from read_parquet('{folder}/*.parquet') "
         f"where agent = 'abstain' and taskset = '{valid.name}'").fetchone()[0]
     assert 0 < unanswerable < 1 and abstain["RS(10)"] == pytest.approx(unanswerable)
+
+
+def test_fhir_agentbench_runs_on_the_view_its_questions_were_answered_on(data, prefect_api_url):
+    """The published file on the mimic_iv_on_fhir view: every gold id but the two whose chartevents rows the shared
+    demo lacks is there, and the oracle (the published answer and ids) scores 1 with retrieval P = R = 1."""
+    if not FHIR_AGENTBENCH.is_file():
+        pytest.skip(f"FHIR-AgentBench's question file not found at {FHIR_AGENTBENCH}")
+    from flows.evaluate import evaluate_agents
+
+    imported = run_import(plan_import(data, "fhir-agentbench", [FHIR_AGENTBENCH]))
+    coverage = imported.reproduction.fhir_ids
+    assert imported.tasks == 2931 and imported.targets == ["fhir/mimic_iv_on_fhir"] and not imported.warnings
+    assert sum(c.published for c in coverage.values()) == 27_634
+    assert {kind: c.published - c.found for kind, c in coverage.items() if c.found < c.published} == {"Observation": 2}
+    folder = evaluate_agents(agents=["oracle"], suites=["fhir"], tasksets=[imported.name], limit=30,
+                             run_id="fhir-agentbench", data_dir=str(data.root), report=False)
+    (row,) = [row for row in metric_table_by_taskset(Path(folder)) if row["taskset"] == imported.name]
+    assert (row["agent"], row["suite"], row["tasks"]) == ("oracle", "fhir", 30)
+    assert (row["success_rate"], row["retrieval_precision"], row["retrieval_recall"]) == (1.0, 1.0, 1.0)

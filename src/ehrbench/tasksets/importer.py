@@ -145,11 +145,12 @@ def _fhir_id_coverage(resources: Path, tasks: Sequence[ImportedTask]) -> dict[st
     pairs = sorted({pair for task in tasks  # a format that gives no types: ids of any type
                     for pair in zip(task.fhir_types or ("any type",) * len(task.fhir_ids), task.fhir_ids, strict=True)})
     with duckdb.connect(str(resources), read_only=True) as con:
+        # joined on the id alone (a hash join; an OR in the join condition made it a nested loop: 16 s on 500k)
         counts = con.execute(
-            "select wanted.resource_type, count(*), count(r.id) "
+            "select wanted.resource_type, count(*), count(*) filter (where r.resource_type = wanted.resource_type "
+            "or (r.id is not null and wanted.resource_type = 'any type')) "
             "from (select unnest(?) as resource_type, unnest(?) as id) as wanted "
-            "left join resources as r on r.id = wanted.id "
-            "and (r.resource_type = wanted.resource_type or wanted.resource_type = 'any type') "
+            "left join (select distinct id, resource_type from resources) as r on r.id = wanted.id "
             "group by 1 order by 1", [[t for t, _ in pairs], [i for _, i in pairs]]).fetchall()
     return {kind: IdCoverage(published=published, found=found) for kind, published, found in counts}
 
