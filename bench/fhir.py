@@ -1,15 +1,17 @@
-"""FHIR view throughput: resources generated per second (dbt, DuckDB JSON) and validated per second
-(fhir.resources R4B), on the MIMIC-IV demo and its synthetic scale-ups (bench/scaleup.py's replication).
+"""FHIR views' throughput: resources generated per second (dbt, DuckDB JSON) and validated per second
+(fhir.resources R4B), on the MIMIC-IV demo and its synthetic scale-ups (bench/scaleup.py's replication), for the
+EHRSQL-aligned view and the mimic_iv_on_fhir view (every raw row).
 
-    uv run python bench/fhir.py [--factors 1,10] [--work-dir DIR] [--mimic-iv-dir DIR] [--validate-sample N]
+    uv run python bench/fhir.py [--factors 1,10] [--views ehrsql2024,mimic_iv_on_fhir] [--work-dir DIR]
+                                [--mimic-iv-dir DIR] [--validate-sample N]
 
 Per factor f, on a new warehouse under --work-dir (default data/bench/, gitignored; deleted afterwards):
-ingest + replicate + `dbt run` staging and the ehrsql2024 profile (cohort 100 * f patients), not timed; then, each
-in a fresh Python process: `dbt run --select fhir` (generation: wall time of the whole dbt invocation, and the sum
-of the model nodes' own times), the export into a build folder (ndjson.gz + DuckDB + reference check, without
-validation), and validation with fhir.resources (all resources up to --validate-sample, default 100k, else a
-seeded sample of that size). Goal (issue 4): >= 200k resources/s generation. Prints one line per factor, then
-a JSON line.
+ingest + replicate + `dbt run` staging and the ehrsql2024 profile (cohort 100 * f patients) and the race seed, not
+timed; then per view, each in a fresh Python process: `dbt run` of the view's models (generation: wall time of the
+whole dbt invocation, and the sum of the model nodes' own times), the export into a build folder (ndjson.gz +
+DuckDB + reference check, without validation), and validation with fhir.resources (all resources up to
+--validate-sample, default 100k, else a seeded sample of that size). Goal (issues 4, 20): >= 200k resources/s
+generation. Prints one line per factor and view, then a JSON line.
 """
 
 from __future__ import annotations
@@ -30,29 +32,36 @@ PROFILE = """
 from ehrbench.transform import run_dbt
 run_dbt(["run", "--select", "staging.mimic_iv", "ehrsql2024"], warehouse=Path(args["warehouse"]),
         work_dir=Path(args["dbt_work"]), vars=args["vars"])
+run_dbt(["seed", "--select", "mimic_iv_on_fhir_race"], warehouse=Path(args["warehouse"]),
+        work_dir=Path(args["dbt_work"]), vars=args["vars"])
 out = {}
 """
+
+# view -> (dbt selection, warehouse schema, ehrbench.fhir.export view)
+VIEWS = {"ehrsql2024": ("fhir.mimic_iv", "fhir__mimic_iv", "EHRSQL_ALIGNED_VIEW"),
+         "mimic_iv_on_fhir": ("fhir.mimic_iv_on_fhir", "fhir__mimic_iv_on_fhir", "MIMIC_IV_ON_FHIR_VIEW")}
 
 GENERATE = """
 from ehrbench.transform import run_dbt
 import dbt.cli.main  # noqa: F401  (its import counts as start-up, not as dbt's run)
 import duckdb
 t = time.perf_counter()
-run = run_dbt(["run", "--select", "fhir"], warehouse=Path(args["warehouse"]), work_dir=Path(args["dbt_work"]),
-              vars=args["vars"])
+run = run_dbt(["run", "--select", args["selection"]], warehouse=Path(args["warehouse"]),
+              work_dir=Path(args["dbt_work"]), vars=args["vars"])
 out = {"invoke_s": time.perf_counter() - t, "node_s": sum(n.seconds for n in run.nodes), "nodes": len(run.nodes)}
 con = duckdb.connect(args["warehouse"], read_only=True)
 con.execute("set enable_progress_bar = false")
 tables = [t for (t,) in con.execute(
-    "select table_name from information_schema.tables where table_schema = 'fhir__mimic_iv'").fetchall()]
-out["resources"] = sum(con.execute(f"select count(*) from fhir__mimic_iv.{t}").fetchone()[0] for t in tables)
+    "select table_name from information_schema.tables where table_schema = ?", [args["schema"]]).fetchall()]
+out["resources"] = sum(con.execute(f"select count(*) from {args['schema']}.{t}").fetchone()[0] for t in tables)
 con.close()
 """
 
 EXPORT = """
-from ehrbench.fhir.export import export_fhir
+from ehrbench.fhir import export
 t = time.perf_counter()
-exported = export_fhir(Path(args["warehouse"]), Path(args["build_dir"]), validate_limit=0)
+exported = export.export_fhir(Path(args["warehouse"]), Path(args["build_dir"]), view=getattr(export, args["view"]),
+                              validate_limit=0)
 out = {"export_s": time.perf_counter() - t, "counts": exported.counts,
        "dangling_references": exported.dangling_references}
 """
@@ -72,7 +81,8 @@ out = {"validate_s": time.perf_counter() - t, "validated": report.checked, "inva
 """
 
 
-def run_factor(factor: int, options, work: Path) -> dict:
+def run_factor(factor: int, options, work: Path) -> list[dict]:
+    from ehrbench.fhir import export
     from ehrbench.layout import BuildLayout
     from ehrbench.profiles import profile_vars
 
@@ -83,33 +93,40 @@ def run_factor(factor: int, options, work: Path) -> dict:
     args = {"warehouse": str(folder / "warehouse.duckdb"), "dbt_work": str(work / "dbt"), "vars": dbt_vars,
             "factor": factor, "mimic_iv_dir": str(options.mimic_iv_dir), "eicu_dir": None,
             "bench_dir": str(Path(__file__).parent), "build_dir": str(folder / "build"),
-            "resources": str(BuildLayout(folder / "build").fhir_resources),
             "validate_sample": options.validate_sample}
     folder.mkdir(parents=True)
+    results = []
     try:
         run_fresh(PRELUDE + PREPARE, args, "prepare")
         run_fresh(PRELUDE + PROFILE, args, "profile")
-        generated = run_fresh(PRELUDE + GENERATE, args, "generate")
-        exported = run_fresh(PRELUDE + EXPORT, args, "export")
-        validated = run_fresh(PRELUDE + VALIDATE, args, "validate")
+        for view in options.views.split(","):
+            selection, schema, view_name = VIEWS[view]
+            args.update(selection=selection, schema=schema, view=view_name, resources=str(
+                BuildLayout(folder / "build").fhir_view_resources(getattr(export, view_name).folder)))
+            generated = run_fresh(PRELUDE + GENERATE, args, f"generate {view}")
+            exported = run_fresh(PRELUDE + EXPORT, args, f"export {view}")
+            validated = run_fresh(PRELUDE + VALIDATE, args, f"validate {view}")
+            n = generated["resources"]
+            results.append({
+                "factor": factor, "view": view, "resources": n, "counts": exported["counts"],
+                "generate_wall_s": round(generated["wall_s"], 2), "generate_invoke_s": round(generated["invoke_s"], 2),
+                "generate_node_s": round(generated["node_s"], 2),
+                "generated_per_s_wall": round(n / generated["wall_s"]),
+                "generated_per_s_nodes": round(n / generated["node_s"]),
+                "generate_peak_rss_mib": round(generated["peak_rss_mib"]),
+                "export_s": round(exported["export_s"], 2), "dangling_references": exported["dangling_references"],
+                "validate_s": round(validated["validate_s"], 2), "invalid": validated["invalid"],
+                "validated_per_s": round(validated["validated"] / validated["validate_s"]),
+                "validate_peak_rss_mib": round(validated["peak_rss_mib"])})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    n = generated["resources"]
-    return {"factor": factor, "resources": n, "counts": exported["counts"],
-            "generate_wall_s": round(generated["wall_s"], 2), "generate_invoke_s": round(generated["invoke_s"], 2),
-            "generate_node_s": round(generated["node_s"], 2),
-            "generated_per_s_wall": round(n / generated["wall_s"]),
-            "generated_per_s_nodes": round(n / generated["node_s"]),
-            "generate_peak_rss_mib": round(generated["peak_rss_mib"]),
-            "export_s": round(exported["export_s"], 2), "dangling_references": exported["dangling_references"],
-            "validate_s": round(validated["validate_s"], 2), "invalid": validated["invalid"],
-            "validated_per_s": round(validated["validated"] / validated["validate_s"]),
-            "validate_peak_rss_mib": round(validated["peak_rss_mib"])}
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factors", default="1,10")
+    parser.add_argument("--views", default=",".join(VIEWS), help="FHIR views to measure, comma-separated")
     parser.add_argument("--work-dir", type=Path, default=REPO / "data" / "bench")
     parser.add_argument("--mimic-iv-dir", type=Path, default=SHARED / "mimic-iv-demo-2.2")
     parser.add_argument("--validate-sample", type=int, default=100_000,
@@ -119,13 +136,14 @@ def main() -> None:
         raise SystemExit(f"MIMIC-IV demo not found at {options.mimic_iv_dir} (--mimic-iv-dir)")
     results = []
     for factor in (int(f) for f in options.factors.split(",")):
-        result = run_factor(factor, options, options.work_dir)
-        results.append(result)
-        print(f"x{factor}: {result['resources']:,} resources; generation {result['generate_node_s']} s in dbt nodes "
-              f"({result['generated_per_s_nodes']:,}/s; goal {GOAL_PER_S:,}/s), {result['generate_wall_s']} s "
-              f"with dbt start-up ({result['generated_per_s_wall']:,}/s); export {result['export_s']} s; "
-              f"validation {result['validate_s']} s ({result['validated_per_s']:,}/s, {result['invalid']} invalid); "
-              f"peak RSS {result['generate_peak_rss_mib']} / {result['validate_peak_rss_mib']} MiB", flush=True)
+        for result in run_factor(factor, options, options.work_dir):
+            results.append(result)
+            print(f"x{factor} {result['view']}: {result['resources']:,} resources; generation "
+                  f"{result['generate_node_s']} s in dbt nodes ({result['generated_per_s_nodes']:,}/s; goal "
+                  f"{GOAL_PER_S:,}/s), {result['generate_wall_s']} s with dbt start-up "
+                  f"({result['generated_per_s_wall']:,}/s); export {result['export_s']} s; validation "
+                  f"{result['validate_s']} s ({result['validated_per_s']:,}/s, {result['invalid']} invalid); "
+                  f"peak RSS {result['generate_peak_rss_mib']} / {result['validate_peak_rss_mib']} MiB", flush=True)
     print(json.dumps(results))
 
 

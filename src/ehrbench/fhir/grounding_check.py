@@ -131,7 +131,9 @@ def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str],
         candidates = sorted(random.Random(seed).sample(candidates, limit), key=lambda g: g.question_id)
     result = CheckResult()
     sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    con = duckdb.connect(str(resources), read_only=True)
+    with duckdb.connect(str(resources), read_only=True) as con:  # every resource needed, in one scan (not one each)
+        texts = dict(con.execute("select id, resource::varchar from resources where id in (select unnest(?))",
+                                 [sorted({i for g in candidates for i in g.resource_ids})]).fetchall())
     try:
         for grounding in candidates:
             sql = prepare_gold_sql(questions[grounding.question_id], current_time)
@@ -139,9 +141,7 @@ def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str],
             if shape is None:
                 result.not_checkable += 1
                 continue
-            texts = con.execute("select resource::varchar from resources where id in (select unnest(?))",
-                                [grounding.resource_ids]).fetchall()
-            from_fhir = fhir_answer(shape, [json.loads(text) for (text,) in texts])
+            from_fhir = fhir_answer(shape, [json.loads(texts[i]) for i in grounding.resource_ids if i in texts])
             rows = sqlite.execute(sql).fetchall()
             if shape.kind == "values":  # resources are distinct; SQL text is lower-cased, FHIR keeps MIMIC's case
                 rows = {tuple(_casefold(cell) for cell in row) for row in rows}
@@ -154,7 +154,6 @@ def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str],
                                              "sql_answer": from_sql, "fhir_answer": from_fhir})
     finally:
         sqlite.close()
-        con.close()
     return result
 
 
