@@ -19,6 +19,19 @@
         fhir_json_optional('high', fhir_json_quantity(high_expr, unit_members=unit_members)))) }}
 {%- endmacro %}
 
+{#- Per item, unit and reference range of the `labs` CTE (itemid, valueuom, ref_range_lower, ref_range_upper): its
+    code member (d_labitems label), unit members and referenceRange member, written once each. A select statement. -#}
+{% macro fhir_lab_items(labs) %}
+    select
+        k.*,
+        {{ fhir_json_optional('code', fhir_json_concept('mimic-d-labitems', 'k.itemid', 'd.label')) }} as code_member,
+        {{ fhir_json_unit_members('k.valueuom') }} as unit_members,
+        {{ fhir_json_optional('referenceRange', fhir_observation_reference_range(
+            'k.ref_range_lower', 'k.ref_range_upper', fhir_json_unit_members('k.valueuom'))) }} as range_member
+    from (select distinct itemid, valueuom, ref_range_lower, ref_range_upper from {{ labs }}) as k
+    left join {{ ref('stg_mimic_iv__d_labitems') }} as d on d.itemid = k.itemid
+{% endmacro %}
+
 {#- The microbiology ids from the raw MIMIC-IV keys (docs/benchmarks.md#fhir-resource-ids, as MIMIC-IV on FHIR makes them): test
     micro_specimen_id-test_itemid, organism test_itemid-micro_specimen_id-org_itemid (test first). -#}
 {% macro fhir_micro_test_id(specimen_expr, test_expr) -%}

@@ -71,20 +71,8 @@ labs as (
 
 ),
 
--- the JSON parts of an item, unit and reference range, written once each: the code member (d_labitems label), the
--- unit members, the referenceRange member
-items as (
-
-    select
-        k.*,
-        {{ fhir_json_optional('code', fhir_json_concept('mimic-d-labitems', 'k.itemid', 'd.label')) }} as code_member,
-        {{ fhir_json_unit_members('k.valueuom') }} as unit_members,
-        {{ fhir_json_optional('referenceRange', fhir_observation_reference_range(
-            'k.ref_range_lower', 'k.ref_range_upper', fhir_json_unit_members('k.valueuom'))) }} as range_member
-    from (select distinct itemid, valueuom, ref_range_lower, ref_range_upper from labs) as k
-    left join {{ ref('stg_mimic_iv__d_labitems') }} as d on d.itemid = k.itemid
-
-),
+-- the code, unit and reference range members, once per item, unit and range
+items as ({{ fhir_lab_items('labs') }}),
 
 patients as ({{ fhir_id_lookup('Patient', 'subject_id', 'events') }}),
 

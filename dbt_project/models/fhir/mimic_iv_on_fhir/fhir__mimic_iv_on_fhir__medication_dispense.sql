@@ -10,11 +10,7 @@ with dispenses as (
         ph.hadm_id,
         {{ on_fhir_code('ph.medication') }} as medication,
         {{ clean_text('ph.route') }} as route,
-        case when ph.frequency is not null and ph.duration is not null then {{ clean_text('ph.frequency') }} end as frequency,
-        case when ph.frequency is not null and ph.duration is not null then ph.duration end as duration,
-        case ph.duration_interval when 'Hours' then 'h' when 'Days' then 'd' when 'Weeks' then 'wk'
-                                  when 'Months' then 'mo' end as duration_unit,
-        case when regexp_full_match(ph.one_hr_max, '[0-9.]+') then try_cast(ph.one_hr_max as double) end as one_hr_max,
+{{ on_fhir_pharmacy_schedule('ph') }},
         try_cast(regexp_extract(ph.fill_quantity, '^\s*#?(\d+(\.\d+)?)\s*''*(|ml|bottle|btl|g|lb)''*\s*$', 1) as double)
             as quantity,
         nullif(replace(regexp_extract(ph.fill_quantity, '^\s*#?(\d+(\.\d+)?)\s*''*(|ml|bottle|btl|g|lb)''*\s*$', 3),
@@ -43,13 +39,8 @@ select
         fhir_json_optional('quantity', "case when quantity is not null then concat('{\"value\":', "
             ~ fhir_json_number('quantity') ~ ", ',\"unit\":' || " ~ fhir_json_string('quantity_unit') ~ ", '}') end"),
         fhir_json_optional('dosageInstruction', fhir_json_array(fhir_json_object(
-            fhir_json_optional('timing', fhir_json_object(
-                fhir_json_optional('code', fhir_json_concept('mimic-medication-frequency', 'frequency')),
-                fhir_json_optional('repeat', fhir_json_object(
-                    fhir_json_optional('duration', fhir_json_number('duration')),
-                    fhir_json_optional('durationUnit', fhir_json_string('duration_unit')))))),
+            on_fhir_dosage_timing(),
             fhir_json_optional('route', fhir_json_concept('mimic-medication-route', 'route')),
-            fhir_json_optional('maxDosePerPeriod', "case when one_hr_max is not null then concat('{\"numerator\":{\"value\":', "
-                ~ fhir_json_number('one_hr_max') ~ ", '},\"denominator\":{\"value\":1,\"unit\":\"h\",\"system\":\"http://unitsofmeasure.org\"}}') end"))))
+            on_fhir_dosage_max_per_hour())))
     ) }} as resource
 from dispenses

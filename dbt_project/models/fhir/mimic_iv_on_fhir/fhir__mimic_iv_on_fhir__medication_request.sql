@@ -32,11 +32,7 @@ requests as (
         pr.dose_value,
         pr.dose_unit,
         {{ clean_text('coalesce(ph.route, pr.route)') }} as route,
-        case when ph.frequency is not null and ph.duration is not null then {{ on_fhir_code('ph.frequency') }} end as frequency,
-        case when ph.frequency is not null and ph.duration is not null then ph.duration end as duration,
-        case ph.duration_interval when 'Hours' then 'h' when 'Days' then 'd' when 'Weeks' then 'wk'
-                                  when 'Months' then 'mo' end as duration_unit,
-        case when regexp_full_match(ph.one_hr_max, '[0-9.]+') then try_cast(ph.one_hr_max as double) end as one_hr_max,
+{{ on_fhir_pharmacy_schedule('ph') }},
         coalesce(case ph.status
             when 'Discontinued via patient discharge' then 'completed' when 'Inactive (Due to a change order)' then 'stopped'
             when 'TPN Order (Acknowledged, Not Pumped)' then 'draft' when 'U' then 'unknown' when 'Expired' then 'stopped'
@@ -84,16 +80,11 @@ select
         fhir_json_optional('authoredOn', on_fhir_datetime('entertime')),
         fhir_json_optional('dosageInstruction', fhir_json_array(fhir_json_object(
             fhir_json_optional('text', fhir_json_string('prod_strength')),
-            fhir_json_optional('timing', fhir_json_object(
-                fhir_json_optional('code', fhir_json_concept('mimic-medication-frequency', 'frequency')),
-                fhir_json_optional('repeat', fhir_json_object(
-                    fhir_json_optional('duration', fhir_json_number('duration')),
-                    fhir_json_optional('durationUnit', fhir_json_string('duration_unit')))))),
+            on_fhir_dosage_timing(),
             fhir_json_optional('route', fhir_json_concept('mimic-medication-route', 'route')),
             fhir_json_optional('doseAndRate', fhir_json_array(fhir_json_object(
                 fhir_json_optional('doseQuantity', fhir_json_quantity('dose_value', 'dose_unit'))))),
-            fhir_json_optional('maxDosePerPeriod', "case when one_hr_max is not null then concat('{\"numerator\":{\"value\":', "
-                ~ fhir_json_number('one_hr_max') ~ ", '},\"denominator\":{\"value\":1,\"unit\":\"h\",\"system\":\"http://unitsofmeasure.org\"}}') end")))),
+            on_fhir_dosage_max_per_hour()))),
         fhir_json_optional('dispenseRequest', "case when valid_from <= valid_to then " ~ fhir_json_object(
             fhir_json_required('validityPeriod', on_fhir_period('valid_from', 'valid_to'))) ~ " end")
     ) }} as resource

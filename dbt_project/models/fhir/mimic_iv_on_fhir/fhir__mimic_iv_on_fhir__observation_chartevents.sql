@@ -40,18 +40,7 @@ with charts as (
 -- category, code, unit and normal range members, written once per item and unit
 items as (
 
-    select
-        k.itemid,
-        k.valueuom,
-        concat(
-            {{ fhir_json_optional('category', fhir_json_array(fhir_json_concept('mimic-observation-category', 'd.category'))) }},
-            {{ fhir_json_optional('code', fhir_json_concept('mimic-chartevents-d-items', 'k.itemid', 'd.label')) }}
-        ) as item_members,
-        {{ fhir_json_unit_members('k.valueuom') }} as unit_members,
-        {{ fhir_json_optional('referenceRange', fhir_observation_reference_range(
-            'd.lownormalvalue', 'd.highnormalvalue', fhir_json_unit_members('k.valueuom'))) }} as range_member
-    from (select distinct itemid, valueuom from charts) as k
-    left join {{ ref('stg_mimic_iv__d_items') }} as d on d.itemid = k.itemid
+    {{ on_fhir_icu_items('charts', 'mimic-chartevents-d-items', unit=true, normal_range=true) }}
 
 ),
 

@@ -17,14 +17,7 @@ with events as (
 
 items as (
 
-    select
-        k.itemid,
-        concat(
-            {{ fhir_json_optional('category', fhir_json_array(fhir_json_concept('mimic-observation-category', 'd.category'))) }},
-            {{ fhir_json_optional('code', fhir_json_concept('mimic-d-items', 'k.itemid', 'd.label')) }}
-        ) as item_members
-    from (select distinct itemid from events) as k
-    left join {{ ref('stg_mimic_iv__d_items') }} as d on d.itemid = k.itemid
+    {{ on_fhir_icu_items('events', 'mimic-d-items') }}
 
 ),
 

@@ -18,16 +18,7 @@ with outputs as (
 
 items as (
 
-    select
-        k.itemid,
-        k.valueuom,
-        concat(
-            {{ fhir_json_optional('category', fhir_json_array(fhir_json_concept('mimic-observation-category', 'd.category'))) }},
-            {{ fhir_json_optional('code', fhir_json_concept('mimic-d-items', 'k.itemid', 'd.label')) }}
-        ) as item_members,
-        {{ fhir_json_unit_members('k.valueuom') }} as unit_members
-    from (select distinct itemid, valueuom from outputs) as k
-    left join {{ ref('stg_mimic_iv__d_items') }} as d on d.itemid = k.itemid
+    {{ on_fhir_icu_items('outputs', 'mimic-d-items', unit=true) }}
 
 ),
 
