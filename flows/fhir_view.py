@@ -34,7 +34,7 @@ def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, s
                ehrsql2024_dir: Path | None = None, mimic_iv_on_fhir: bool = True) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `fhir` entry (counts, files, validation, ground truth)."""
     views = (EHRSQL_ALIGNED_VIEW, MIMIC_IV_ON_FHIR_VIEW) if mimic_iv_on_fhir else (EHRSQL_ALIGNED_VIEW,)
-    selection = ["fhir", "mimic_iv_on_fhir_race"] if mimic_iv_on_fhir else ["fhir.mimic_iv"]
+    selection = ["fhir", "mimic_iv_on_fhir_race", "fhir_agentbench"] if mimic_iv_on_fhir else ["fhir.mimic_iv"]
     run = run_dbt(["build", "--select", *selection], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)

@@ -47,6 +47,57 @@ def fhir_serve(
     uvicorn.run(fhir, host=host, port=port, log_level="info")
 
 
+@fhir_app.command("ground")
+def fhir_ground(
+    ehrsql2024_split: Annotated[Path, typer.Option(
+        help="An EHRSQL-2024 split folder (data/mimic_iv/<split>/ with annotated.json and answer.json).")],
+    out: Annotated[Path, typer.Option(help="The parquet file to write (one row per question of the split).")],
+    view: Annotated[str, typer.Option(help="The FHIR view the ids must exist in.")] = "mimic_iv_on_fhir",
+    compare: Annotated[Path | None, typer.Option(
+        help="FHIR-AgentBench's published question CSV: print how far our gold agrees with its true_fhir_ids.")] = None,
+    build: Annotated[str, typer.Option(
+        help="'latest', a build id under <data-dir>/benchmarks, or a build folder.")] = "latest",
+    data_dir: DataDir = None,
+) -> None:
+    """FHIR-AgentBench's ground truth of an EHRSQL-2024 split by its published rules: the questions it keeps, the
+    answer of the gold SQL on the raw MIMIC-IV tables (raw calendar years) and the resource ids of the rows it reads,
+    checked in the build's mimic_iv_on_fhir view."""
+    import tempfile
+
+    from ehrbench.fhir.agentbench_gold import agreement, ground_split_on_warehouse, summary_lines, write_golds
+    from ehrbench.tasksets.fhir_agentbench import FHIR_VIEW, FhirAgentBenchFormat
+
+    if view != FHIR_VIEW.database:
+        refuse(f"--view: expected {FHIR_VIEW.database} (FHIR-AgentBench's rules need the raw rows and times; the "
+               f"EHRSQL-aligned view's ground truth is written by the build itself), got {view!r}")
+    if out.suffix != ".parquet":
+        refuse(f"--out: expected a .parquet file, got {out}")
+    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+    folder = layout.build_folder(build)
+    resources = BuildLayout(folder).fhir_view_resources(view)
+    if not resources.is_file():
+        fail(f"--build: {folder} has no {view} FHIR view ({resources}); build with it (the default), then ground",
+             EXIT_FAILED)
+    try:
+        published = None
+        if compare is not None:
+            tasks = FhirAgentBenchFormat().read([compare])
+            published, answers = {}, {}
+            for task in tasks:
+                answers[task.source_id] = task.answer_rows or ()
+                ids = published.setdefault(task.source_id, {})
+                for kind, resource in zip(task.fhir_types, task.fhir_ids, strict=True):
+                    ids.setdefault(kind, []).append(resource)
+        with tempfile.TemporaryDirectory(prefix="ehrbench-fhir-ground-") as work:
+            golds = ground_split_on_warehouse(ehrsql2024_split, layout.warehouse, resources, Path(work))
+        write_golds(golds, out)
+    except EhrbenchError as exc:
+        fail(str(exc), EXIT_FAILED)
+    for line in summary_lines(golds, agreement(golds, published, answers) if published is not None else None):
+        typer.echo(line)
+    typer.echo(f"-> {out}")
+
+
 questions_app = typer.Typer(help="Question templates and generated question sets.", no_args_is_help=True,
                             rich_markup_mode=None)
 

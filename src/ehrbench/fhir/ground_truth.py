@@ -101,7 +101,7 @@ def ground_questions(questions: Iterable[Question], database: Path, lineage: Pat
                     name = "ObservationMicroTest"  # no organism grew: the test is the evidence
                 found[resource_id(name, key_from_fields(name, fields))] = RESOURCE_TYPES[name]
         mapped[question_id] = found, problems
-    present = _present_resources(resources, {i for found, _ in mapped.values() for i in found})
+    present = present_resources(resources, {i for found, _ in mapped.values() for i in found})
 
     groundings = []
     for question_id, (found, problems) in mapped.items():
@@ -179,7 +179,8 @@ def _source_keys(lineage: Path, rows: set[tuple[str, int]]) -> dict[tuple[str, i
         con.close()
 
 
-def _present_resources(resources: Path, ids: set[str]) -> set[str]:
+def present_resources(resources: Path, ids: set[str]) -> set[str]:
+    """The ids among `ids` that a view's resources.duckdb holds."""
     if not ids:
         return set()
     con = duckdb.connect(str(resources), read_only=True)

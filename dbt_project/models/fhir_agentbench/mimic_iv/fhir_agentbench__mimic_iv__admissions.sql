@@ -1,0 +1,2 @@
+{{ config(alias='admissions') }}
+{{ fhir_agentbench_table('admissions') }}

@@ -1,0 +1,2 @@
+{{ config(alias='icustays') }}
+{{ fhir_agentbench_table('icustays') }}

@@ -1,0 +1,2 @@
+{{ config(alias='inputevents') }}
+{{ fhir_agentbench_table('inputevents') }}

@@ -1,0 +1,2 @@
+{{ config(alias='labevents') }}
+{{ fhir_agentbench_table('labevents') }}

@@ -1,0 +1,2 @@
+{{ config(alias='microbiologyevents') }}
+{{ fhir_agentbench_table('microbiologyevents') }}

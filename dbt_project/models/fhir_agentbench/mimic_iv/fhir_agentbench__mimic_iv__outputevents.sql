@@ -1,0 +1,2 @@
+{{ config(alias='outputevents') }}
+{{ fhir_agentbench_table('outputevents') }}

@@ -1,0 +1,2 @@
+{{ config(alias='patients') }}
+{{ fhir_agentbench_table('patients') }}
