@@ -219,8 +219,9 @@ bench-profiles: install ## time the dbt profiles and export on the demo against 
 bench-scaleup: install ## rebuild staging + profiles on the MIMIC-IV demo replicated x1, x10, x100
 	$(UV) run python bench/scaleup.py $(if $(FACTORS),--factors $(FACTORS))
 
-bench-fhir: install ## FHIR resources (both views) generated and validated per second on the demo and its x10 scale-up
+bench-fhir: install ## FHIR resources (both views) generated/validated per second (demo, x10); served search latency
 	$(UV) run python bench/fhir.py $(if $(FACTORS),--factors $(FACTORS))
+	$(UV) run python bench/fhir_serve.py --view mimic_iv_on_fhir
 
 bench-questions: install ## questions generated and validated per second on the latest build; the stage's share
 	$(UV) run python bench/questions.py $(if $(BUILD),--build $(BUILD))

@@ -37,6 +37,8 @@ class Gold:
     answer_text: str | None = None  # the EHRSQL-2024 answer string of the gold rows
     sql: str | None = None
     fhir_ids: tuple[str, ...] = ()
+    fhir_types: tuple[str, ...] = ()  # the resource type of each of fhir_ids, when known (imported task sets)
+    published_answer: str | None = None  # an imported task's answer as its file writes it (a published judge reads it)
     dq_task_dir: Path | None = None  # holds gold/labels.parquet
     # the published scoring rules the task is scored by (ehrsql2024 | ehrsql2022 | ehrchatqa | fhir_agentbench);
     # None: the suite's own (a generated suite follows the benchmark it is modelled on)
@@ -69,6 +71,9 @@ class AgentAnswer:
     free_text: bool = False  # answer_text is the model's own words (FHIR), judged, not compared as a result string
     sql: str | None = None
     fhir_ids: tuple[str, ...] = ()
+    # the retrieved ids by resource type as FHIR-AgentBench scores them (its agents: the last retrieval of each type,
+    # repeats kept); None: the agent keeps no such record (its fhir_ids are scored without types)
+    fhir_ids_by_type: dict[str, list[str]] | None = None
     flagged_rows: list[tuple[str, str]] | None = None  # (table, row id) of a data-quality audit
     model: str | None = None
     tool_calls: int = 0

@@ -4,6 +4,7 @@ without FHIR resources."""
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qsl, urlsplit
 
@@ -208,6 +209,51 @@ def test_fhirpy_paging_matches_the_unpaged_search(fhir, http):
     assert fhir.resources("Observation").search(patient="Patient/pat-b", date__ge="2180-07-23").count() == EXTRA + 2
 
 
+def test_fhir_agentbench_query_forms(http, fhir):
+    """What FHIR-AgentBench's client sends: `?patient=` followed over every page, `?id=` (read as `_id`), and a
+    parameter the type lacks, refused strictly and ignored under `Prefer: handling=lenient`."""
+    ids, bundles = _all_pages(http, "/Observation?patient=pat-b")
+    assert len(bundles) > 1 and len(ids) == len(set(ids)) == EXTRA + 3
+    assert [e["resource"]["id"] for e in http.get("/Patient?id=pat-b").json()["entry"]] == ["pat-b"]
+    assert [p.id for p in fhir.resources("Patient").search(id="pat-a").fetch()] == ["pat-a"]
+    assert http.get("/Medication?patient=pat-a").status_code == 400
+    lenient = http.get("/Medication?patient=pat-a", headers={"Prefer": "handling=lenient"})
+    assert lenient.status_code == 200 and [e["resource"]["id"] for e in lenient.json()["entry"]] == ["med-1"]
+
+
+def test_fhir_agentbench_tools_answer_the_same_over_http_as_in_process(base_url, tmp_path_factory):
+    """The published designs' tools against `ehrbench fhir serve` over HTTP and against the in-process index give
+    the same dicts (every page of a patient's Observations, a resource by id, one page of a query)."""
+    from ehrbench.agents.tools.fhir_agentbench import HttpSource, IndexSource, PublishedFhirTools
+    from ehrbench.fhir.search import SearchIndex
+
+    database = write_resources_db(tmp_path_factory.mktemp("again") / "resources.duckdb",
+                                  sample_resources(extra_observations=EXTRA))
+    calls = [("get_resources_by_patient_fhir_id", {"resource_type": "Observation", "patient_fhir_id": "pat-b"}),
+             ("get_resources_by_patient_fhir_id", {"resource_type": "Medication", "patient_fhir_id": "pat-b"}),
+             ("get_resources_by_resource_id", {"resource_type": "Encounter", "resource_id": "enc-a2"}),
+             ("fhir_request_get", {"query_string": "Observation?patient=pat-b&_count=5"}),
+             ("fhir_request_get", {"query_string": "Nothing?patient=pat-b"})]
+    index = SearchIndex(database)
+    try:
+        local = PublishedFhirTools(IndexSource(index), isolation="unsafe: no code runs")
+        expected = [local.run(name, args).output for name, args in calls]
+    finally:
+        index.close()
+    source = HttpSource(base_url)
+    try:
+        remote = PublishedFhirTools(source, isolation="unsafe: no code runs")
+        got = [remote.run(name, args).output for name, args in calls]
+    finally:
+        source.close()
+    assert got[:4] == expected[:4]
+    assert len(got[0]["Observation"]) == EXTRA + 3 and "meta" not in got[0]["Observation"][0]
+    assert [m["id"] for m in got[1]["Medication"]] == ["med-1"]  # no patient on a Medication: every one
+    assert len(got[3]["Observation"]) == 5
+    assert set(got[4]) == set(expected[4]) == {"error"} and got[4]["error"].startswith("404 Client Error")
+    assert remote.retrieved_ids()["Observation"] == [o["id"] for o in got[3]["Observation"]]  # the last fetch
+
+
 def test_cli_refuses_a_build_without_fhir_resources(tmp_path):
     build = tmp_path / "20260101T000000Z"
     build.mkdir()
@@ -216,3 +262,79 @@ def test_cli_refuses_a_build_without_fhir_resources(tmp_path):
     assert f"{build}" in result.stderr and "fhir/resources.duckdb" in result.stderr
     result = CliRunner().invoke(cli, ["fhir", "serve", "--data-dir", str(tmp_path), "--build", "nope"])
     assert result.exit_code == 1 and "no build folder" in result.stderr
+
+
+def test_a_folder_of_ndjson_is_served_like_a_build(tmp_path):
+    """`ehrbench fhir serve --ndjson DIR`'s store: MIMIC-IV on FHIR's layout (a file per type, gzipped or not) loads
+    into the resources table, with each resource's patient from its subject or patient reference; bad input is named."""
+    import gzip
+    import json
+
+    from ehrbench.errors import ConfigError
+    from ehrbench.fhir.ndjson_store import load_ndjson
+
+    resources = sample_resources(extra_observations=0)
+    folder = tmp_path / "fhir"
+    folder.mkdir()
+    by_type: dict[str, list[dict]] = {}
+    for resource in resources:
+        by_type.setdefault(resource["resourceType"], []).append(resource)
+    for kind, items in by_type.items():
+        lines = "".join(json.dumps(r) + "\n" for r in items)
+        if kind == "Observation":
+            (folder / f"Mimic{kind}.ndjson.gz").write_bytes(gzip.compress(lines.encode()))
+        else:
+            (folder / f"Mimic{kind}.ndjson").write_text(lines)
+    counts = load_ndjson(folder, tmp_path / "resources.duckdb")
+    assert counts == {kind: len(items) for kind, items in by_type.items()}
+    with serving(create_app(tmp_path / "resources.duckdb")) as url, httpx.Client(base_url=url) as http:
+        found = http.get("/Observation", params={"patient": "pat-a", "_count": "1000"}).json()
+        expected = [r["id"] for r in resources if r["resourceType"] == "Observation"
+                    and r.get("subject", {}).get("reference") == "Patient/pat-a"]
+        assert sorted(e["resource"]["id"] for e in found["entry"]) == sorted(expected)
+    with pytest.raises(ConfigError, match="no \\*.ndjson"):
+        load_ndjson(tmp_path / "empty", tmp_path / "other.duckdb")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.ndjson").write_text('{"no": "id"}\n')
+    with pytest.raises(ConfigError, match="no id or resourceType"):
+        load_ndjson(tmp_path / "bad", tmp_path / "bad.duckdb")
+
+
+def test_ehrbench_fhir_tools_answer_the_same_over_http_as_in_process(base_url, tmp_path_factory):
+    """ehrbench's own FHIR tools (retriever, search) with `fhir_base_url`: the HttpIndex over `ehrbench fhir serve`
+    gives the same tool results and retrieved ids as the in-process index, paging included."""
+    from ehrbench.agents.tools.fhir import FhirTools
+    from ehrbench.errors import ConfigError
+    from ehrbench.fhir.http_index import HttpIndex
+    from ehrbench.fhir.search import SearchIndex
+    from ehrbench.llm.tool_chat import ToolCall
+
+    database = write_resources_db(tmp_path_factory.mktemp("tools") / "resources.duckdb",
+                                  sample_resources(extra_observations=EXTRA))
+    calls = [("get_resources_by_patient", {"resource_type": "Observation", "patient_id": "pat-b"}),
+             ("get_resource", {"resource_type": "Encounter", "id": "enc-a2"}),
+             ("get_resource", {"resource_type": "Encounter", "id": "nobody"}),
+             ("fhir_search", {"query_string": "Observation?patient=pat-b&date=ge2180-07-23&_count=7&_offset=3"}),
+             ("fhir_search", {"query_string": "Observation?name=x"})]
+
+    def results(index) -> tuple[list[str], list[str]]:
+        tools = FhirTools(database, index=index, variant="code", isolation="unsafe: no code runs")
+        texts = [tools.call(ToolCall(f"c{i}", name, args, json.dumps(args))) for i, (name, args) in
+                 enumerate(calls)]
+        return texts, tools.retrieved_ids
+
+    local = SearchIndex(database)
+    try:
+        expected = results(local)
+    finally:
+        local.close()
+    remote = HttpIndex(base_url)
+    try:
+        got = results(remote)
+    finally:
+        remote.close()
+    assert got[1] == expected[1] and len(got[1]) == EXTRA + 3 + 1
+    assert got[0][:4] == expected[0][:4]
+    assert "unknown search parameter 'name'" in got[0][4] and "unknown search parameter 'name'" in expected[0][4]
+    with pytest.raises(ConfigError, match="no FHIR server there"):
+        HttpIndex("http://127.0.0.1:9")

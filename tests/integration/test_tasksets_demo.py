@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from ehrbench.evaluation.results import load_trials
 from ehrbench.evaluation.taskset_metrics import metric_table_by_taskset
 from ehrbench.layout import DataLayout
 from ehrbench.tasksets.formats import BuildInfo
@@ -23,6 +25,13 @@ pytestmark = pytest.mark.integration
 
 VALID = SHARED_DATA / "ehrsql-2024" / "mimic_iv" / "valid"
 FHIR_AGENTBENCH = SHARED_DATA / "fhir-agentbench" / "questions_answers_fhir.csv"
+
+
+def _trials(run_folder: Path) -> list[dict]:
+    """One row per trial, as every reader of results sees them."""
+    with duckdb.connect() as con:
+        load_trials(con, run_folder)
+        return con.execute("select * from trials").to_arrow_table().to_pylist()
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +104,70 @@ def test_fhir_agentbench_runs_on_the_view_its_questions_were_answered_on(data, p
     (row,) = [row for row in metric_table_by_taskset(Path(folder)) if row["taskset"] == imported.name]
     assert (row["agent"], row["suite"], row["tasks"]) == ("oracle", "fhir", 30)
     assert (row["success_rate"], row["retrieval_precision"], row["retrieval_recall"]) == (1.0, 1.0, 1.0)
+    # FHIR-AgentBench's own scores beside ours: its judge's steps (no judge model: rule 1 and the match) accept every
+    # answer; its recall is 1, its precision 1 except on an empty gold, where it is 0 by its definition
+    trials = [t for t in _trials(Path(folder)) if t["taskset"] == imported.name]
+    assert len(trials) == 30 and all(t["published_correct"] for t in trials)
+    assert all(t["published_retrieval_recall"] == 1.0 for t in trials)
+    assert all(t["published_retrieval_precision"] == (1.0 if t["retrieved_fhir_ids"] else 0.0) for t in trials)
+    assert any(not t["retrieved_fhir_ids"] for t in trials) and any(t["retrieved_fhir_ids"] for t in trials)
+
+
+def test_the_papers_five_agents_run_through_a_model_server_in_process_and_over_http(data, demo, prefect_api_url):
+    """Each of FHIR-AgentBench's agent designs, as an LLM agent over HTTP (a scripted OpenAI-compatible server that
+    fetches the patient's encounters, runs code when offered only code, and answers), on the imported task set, once
+    reading the build's view in-process and once asking `ehrbench fhir serve` over HTTP (`fhir_base_url`): every
+    trial completes with the tools its design offers, retrieves the same encounters either way and is scored both
+    ways."""
+    if not FHIR_AGENTBENCH.is_file():
+        pytest.skip(f"FHIR-AgentBench's question file not found at {FHIR_AGENTBENCH}")
+    import re
+
+    from ehrbench.fhir.server import create_app
+    from ehrbench.layout import BuildLayout
+    from flows.evaluate import evaluate_agents
+    from tests.fhir_fakes import serving
+    from tests.llm_servers import OpenAIServer, Reply
+
+    name = "fhir-agentbench"
+    if not (data.tasksets / name).is_dir():
+        run_import(plan_import(data, "fhir-agentbench", [FHIR_AGENTBENCH]))
+    offered: set[tuple[str, ...]] = set()
+
+    def policy(request) -> Reply:
+        messages = request.body["messages"]
+        tools = tuple(t["function"]["name"] for t in request.body.get("tools") or ())
+        offered.add(tools)
+        patient = re.search(r"Patient FHIR ID is ([0-9a-f-]+)\.", messages[1]["content"]).group(1)
+        fetched = any(m["role"] == "tool" for m in messages)
+        if tools == ("execute_python_code",):
+            code = "answer = len(retrieved_resources['Encounter'])"
+            return Reply(tool_calls=(("execute_python_code", {"code": code}),))
+        if tools and not fetched:
+            if "fhir_request_get" in tools:
+                return Reply(tool_calls=(("fhir_request_get", {"query_string": f"Encounter?patient={patient}"}),))
+            return Reply(tool_calls=(("get_resources_by_patient_fhir_id",
+                                      {"resource_type": "Encounter", "patient_fhir_id": patient}),))
+        return Reply(text="The final answer is: 1")
+
+    designs = ("single_turn_query_generator", "single_turn_retriever", "single_turn_retriever_code",
+               "multi_turn_retriever", "multi_turn_retriever_code")
+    view = BuildLayout(demo).fhir_view_resources("mimic_iv_on_fhir")
+    with OpenAIServer() as server, serving(create_app(view)) as fhir_url:
+        server.respond(policy)
+        agents = [{"name": f"{design}{suffix}", "model": f"openai:scripted@{server.base_url}",
+                   "options": {"fhir_variant": design, "max_retries": 0, **options}}
+                  for design in designs for suffix, options in (("", {}), ("@http", {"fhir_base_url": fhir_url}))]
+        folder = evaluate_agents(agents=agents, tasksets=[name], limit=1, run_id="five-designs",
+                                 data_dir=str(data.root), report=False)
+    trials = _trials(Path(folder))
+    assert sorted(t["agent"] for t in trials) == sorted(a["name"] for a in agents)
+    assert all(t["status"] == "completed" and t["stop_reason"] == "finished" for t in trials), trials
+    assert all(t["retrieved_fhir_ids"] and t["published_correct"] is not None for t in trials)
+    assert all(t["published_retrieval_precision"] is not None for t in trials)
+    retrieved = {t["agent"]: t["retrieved_fhir_ids"] for t in trials}
+    assert all(retrieved[design] == retrieved[f"{design}@http"] for design in designs)
+    assert offered == {
+        ("fhir_request_get",), ("get_resources_by_patient_fhir_id",), ("execute_python_code",), (),
+        ("get_resources_by_patient_fhir_id", "get_resources_by_resource_id"),
+        ("get_resources_by_patient_fhir_id", "get_resources_by_resource_id", "execute_python_code")}

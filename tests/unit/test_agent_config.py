@@ -68,7 +68,7 @@ def test_options_given_as_command_line_strings_are_typed():
 @pytest.mark.parametrize("pair", ["max_actions", "=5", " =5"])
 def test_an_option_that_is_not_key_value_is_refused_listing_the_keys(pair):
     with pytest.raises(ValueError, match=rf"agent option '{pair}': expected key=value \(keys: ehrsql_mode, "
-                                         r"fhir_variant, max_actions, .*api_key_secret\)"):
+                                         r"fhir_variant, fhir_base_url, max_actions, .*api_key_secret\)"):
         parse_options([pair])
 
 

@@ -26,7 +26,11 @@ class OracleAgent:
                                transcript=[{"role": "agent", "content": "flagged the labelled rows"}])
         if not gold.is_answerable:
             return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])
+        by_type: dict[str, list[str]] = {}
+        for kind, resource_id in zip(gold.fhir_types, gold.fhir_ids, strict=False):
+            by_type.setdefault(kind, []).append(resource_id)
         return AgentAnswer(answer_text=gold.answer_text, sql=gold.sql, fhir_ids=gold.fhir_ids,
+                           fhir_ids_by_type=by_type if gold.fhir_types else None,
                            transcript=[{"role": "agent", "content": gold.answer_text}])
 
 

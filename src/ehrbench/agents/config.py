@@ -30,7 +30,13 @@ class LlmOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     ehrsql_mode: Literal["single_turn", "tools"] = "tools"  # EHRSQL-2024 text-to-SQL, or a ReAct agent with tools
-    fhir_variant: Literal["retriever", "search", "code"] = "code"  # FHIR-AgentBench's agent designs
+    # ehrbench's FHIR tool sets (retriever, search, code) or FHIR-AgentBench's five published agent designs
+    # (ehrbench.agents.llm_agent.fhir_agentbench)
+    fhir_variant: Literal["retriever", "search", "code", "single_turn_query_generator", "single_turn_retriever",
+                          "single_turn_retriever_code", "multi_turn_retriever", "multi_turn_retriever_code"] = "code"
+    # the fhir suite's tools ask this FHIR R4 server over HTTP (`ehrbench fhir serve`, HAPI, a cloud store) instead of
+    # reading the build's view in-process
+    fhir_base_url: str | None = Field(None, pattern=r"^https?://\S+$", description="FHIR R4 base URL.")
     # chatqa counts its replies to the user as steps too, as EHR-ChatQA's agent loop does
     max_actions: int = Field(30, ge=1, le=200, description="Tool calls per trial (EHR-ChatQA: 30).")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (the APIs' own range).")

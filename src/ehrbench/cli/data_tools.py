@@ -20,31 +20,52 @@ fhir_app = typer.Typer(help="The FHIR R4 view of a build.", no_args_is_help=True
 def fhir_serve(
     build: Annotated[str, typer.Option(
         help="'latest', a build id under <data-dir>/benchmarks, or a build folder.")] = "latest",
+    view: Annotated[str | None, typer.Option(
+        help="The build's FHIR view to serve: mimic_iv_on_fhir (default: the EHRSQL-aligned one).")] = None,
+    ndjson: Annotated[Path | None, typer.Option(
+        help="Serve this folder of FHIR ndjson instead of a build (e.g. a MIMIC-IV on FHIR download).")] = None,
+    handling: Annotated[str, typer.Option(
+        help="A search parameter the type lacks, when the request's 'Prefer: handling=' does not say: strict (400) "
+             "or lenient (ignored, as Google's FHIR store does; FHIR-AgentBench's client expects it).")] = "strict",
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     data_dir: DataDir = None,
 ) -> None:
-    """Serve a build's FHIR resources as a read-only FHIR R4 REST endpoint (JSON)."""
+    """Serve a build's FHIR resources (or a folder of ndjson) as a read-only FHIR R4 REST endpoint (JSON)."""
+    import tempfile
     import time
 
     import uvicorn
 
     from ehrbench.fhir.server import create_app  # FastAPI is imported only for this command
 
-    layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
-    folder = layout.build_folder(build)
-    database = BuildLayout(folder).fhir_resources
-    if not database.is_file():
-        what = "no build folder" if not folder.is_dir() else "a build without FHIR resources"
-        fail(f"{what} at {folder}: expected {database} (written by builds with the FHIR view; list builds with "
-              "'ehrbench builds')", EXIT_FAILED)
+    if handling not in ("strict", "lenient"):
+        refuse(f"--handling: expected strict or lenient, got {handling!r}")
     started = time.perf_counter()
-    fhir = create_app(database.resolve())
-    index = fhir.state.index
-    err.print(f"indexed {sum(index.types.values()):,} resources of {folder.resolve()} "
-               f"in {time.perf_counter() - started:.1f}s", highlight=False)
-    typer.echo(f"FHIR R4 base URL: http://{host}:{port}/")
-    uvicorn.run(fhir, host=host, port=port, log_level="info")
+    with tempfile.TemporaryDirectory(prefix="ehrbench-fhir-serve-") as scratch:
+        if ndjson is not None:
+            from ehrbench.fhir.ndjson_store import load_ndjson
+
+            database, source = Path(scratch) / "resources.duckdb", ndjson.resolve()
+            try:
+                counts = load_ndjson(source, database)
+            except EhrbenchError as exc:
+                fail(str(exc), EXIT_FAILED)
+            err.print(f"loaded {sum(counts.values()):,} resources of {len(counts)} types from {source}",
+                      highlight=False)
+        else:
+            layout = DataLayout(root=(data_dir or default_data_dir()).resolve())
+            folder = layout.build_folder(build)
+            database, source = BuildLayout(folder).fhir_view_resources(view), folder.resolve()
+            if not database.is_file():
+                what = "no build folder" if not folder.is_dir() else f"a build without the {view or 'FHIR'} view"
+                fail(f"{what} at {folder}: expected {database} (list builds with 'ehrbench builds')", EXIT_FAILED)
+        fhir = create_app(database.resolve(), handling=handling)
+        index = fhir.state.index
+        err.print(f"indexed {sum(index.types.values()):,} resources of {source} "
+                  f"in {time.perf_counter() - started:.1f}s", highlight=False)
+        typer.echo(f"FHIR R4 base URL: http://{host}:{port}/")
+        uvicorn.run(fhir, host=host, port=port, log_level="info")
 
 
 @fhir_app.command("ground")

@@ -32,6 +32,7 @@ from ehrbench.metrics import (
     reliability_scores_over_runs,
     success_rate_over_tasks,
 )
+from ehrbench.metrics.retrieval import published_mean
 
 QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
 # per suite, the metrics a reader looks for first, before cost and latency (others: success_rate); ehrsql's is the
@@ -47,7 +48,8 @@ def read_trials(run_folder: Path) -> list[dict]:
         cursor = con.execute(
             "select agent, suite, task_id, trial, status, coalesce(reward, 0) as reward, correct, is_answerable, "
             "abstained, retrieval_precision, retrieval_recall, retrieved_fhir_ids, dq_recall, dq_precision, "
-            "cost_usd, latency_s, input_tokens, output_tokens from trials order by agent, suite, task_id, trial")
+            "cost_usd, latency_s, input_tokens, output_tokens, published_correct, published_retrieval_precision, "
+            "published_retrieval_recall from trials order by agent, suite, task_id, trial")
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -88,10 +90,23 @@ def _metrics(agent: str, suite: str, all_trials: list[dict]) -> dict:
     if suite == "fhir":
         retrieval = mean_retrieval_score(_retrieval(t) for t in trials)
         row.update(retrieval_precision=retrieval.precision, retrieval_recall=retrieval.recall)
+        if any(t["published_correct"] is not None for t in trials):
+            row.update(_published_metrics(trials))
     if suite == "dq":
         row.update(dq_recall=_mean(t["dq_recall"] for t in trials),
                    dq_precision=_mean(t["dq_precision"] for t in trials))
     return _in_reading_order(row, suite)
+
+
+def _published_metrics(trials: list[dict]) -> dict:
+    """FHIR-AgentBench's own means (its evaluation_metrics.py): accuracy, precision and recall over every trial, an
+    erred trial counting 0, and the F1 of the two means."""
+    precision, recall, f1 = published_mean(
+        RetrievalScore(t["published_retrieval_precision"] or 0.0, t["published_retrieval_recall"] or 0.0, True)
+        for t in trials)
+    return {"published_accuracy": sum(bool(t["published_correct"]) for t in trials) / len(trials),
+            "published_retrieval_precision": precision, "published_retrieval_recall": recall,
+            "published_retrieval_f1": f1}
 
 
 def _retrieval(trial: dict) -> RetrievalScore:

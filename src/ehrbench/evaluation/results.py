@@ -56,6 +56,10 @@ TRIAL_SCHEMA = pa.schema([
     ("web_search", pa.string()),  # the web_search provider offered, or disabled (AgentAnswer.web_search)
     ("protocol", pa.string()),  # the published rules the trial was scored by: ehrsql2024 | ehrsql2022 | ehrchatqa |
     # fhir_agentbench (ehrbench.scoring.protocol_of); null for dq
+    # FHIR-AgentBench's own scores of a fhir trial beside ehrbench's (ehrbench.scoring.fhir_agentbench): its judge's
+    # verdict and how it was reached, its retrieval precision and recall (over the gold's resource types)
+    ("published_correct", pa.bool_()), ("published_judge", pa.string()),
+    ("published_retrieval_precision", pa.float64()), ("published_retrieval_recall", pa.float64()),
 ])
 # A task set's task ids hold its name (ehrbench.tasksets.model.task_id), so one key serves generated suites and task
 # sets alike: unique when a run mixes them, and the resume of a run skips a task set's completed trials as any other

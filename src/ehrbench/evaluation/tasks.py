@@ -67,8 +67,9 @@ def taskset_tasks(taskset: TaskSetLayout, build_dir: Path) -> list[EvalTask]:
             view = replace(view, database=build.database_files(profile, database)[1])
         rows = json.loads(row["answer"]) if row["answer"] is not None else None
         gold = Gold(bool(row["is_answerable"]), row["answer_text"], row["gold_sql_sqlite"],
-                    tuple(row["fhir_ids"] or ()), protocol=protocol,
-                    answer_rows=tuple(tuple(cells) for cells in rows) if rows is not None else None,
+                    tuple(row["fhir_ids"] or ()), fhir_types=tuple(extra.get("fhir_types") or ()),
+                    published_answer=row.get("published_answer"),
+                    protocol=protocol, answer_rows=tuple(tuple(cells) for cells in rows) if rows is not None else None,
                     task_type=extra.get("task_type"))
         tasks.append(EvalTask(view, gold))
     return tasks

@@ -114,6 +114,8 @@ class SearchQuery:
     ids: list[list[str]] = field(default_factory=list)
     count: int = DEFAULT_COUNT
     offset: int = 0
+    # the parameters it was parsed from, less paging (_count, _offset) and _format: what another server is sent
+    params: list[tuple[str, str]] = field(default_factory=list)
 
 
 _DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?"
@@ -199,17 +201,21 @@ def check_format(params: list[tuple[str, str]]) -> None:
                               f"({', '.join(FORMATS)})")
 
 
-def parse_search(resource_type: str, params: list[tuple[str, str]]) -> SearchQuery:
-    """A search from the query string's (name, value) pairs, strictly: an unknown parameter is an error. Repeated
+def parse_search(resource_type: str, params: list[tuple[str, str]], *, lenient: bool = False) -> SearchQuery:
+    """A search from the query string's (name, value) pairs. Strictly (the default) an unknown parameter, or one the
+    type does not support (`patient` of a Location), is an error; `lenient` (FHIR's `Prefer: handling=lenient`)
+    ignores it, as a lenient store does. `id` is read as `_id` (FHIR-AgentBench's client sends `id=`). Repeated
     parameters are ANDed, comma-separated values ORed; empty values are ignored (FHIR). Searches beyond the bounds
     (MAX_PARAMETERS, MAX_REPEATS, MAX_VALUES, MAX_VALUE_CHARS) are refused, naming the bound."""
+    params = [("_id" if name == "id" else name, value) for name, value in params]
     check_size(params)
     check_format(params)
     allowed = search_parameters(resource_type)
     query = SearchQuery(resource_type)
     seen: set[str] = set()
+    query.params = [(n, v) for n, v in params if n not in ("_format", "_count", "_offset")]
     for name, value in params:
-        if name == "_format":
+        if name == "_format" or (lenient and name not in allowed and name != "_offset"):
             continue
         if name in ("_total", "_totalMethod"):  # every Bundle carries the exact total; fhirpy's count() asks so
             if name == "_total" and value not in ("", "none", "estimate", "accurate"):

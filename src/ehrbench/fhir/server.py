@@ -60,9 +60,14 @@ _PARAMETER_TYPES = {"patient": "reference", "subject": "reference", "code": "tok
                     "_count": "number"}
 
 
-def create_app(resources_db: Path, *, search_timeout_s: float = DEFAULT_TIMEOUT_S) -> FastAPI:
+def create_app(resources_db: Path, *, search_timeout_s: float = DEFAULT_TIMEOUT_S,
+               handling: str = "strict") -> FastAPI:
     """The app over one resources file; its search index is built here, before the app serves. A statement of a
-    search or read is stopped after `search_timeout_s` (a 503); other requests are served meanwhile."""
+    search or read is stopped after `search_timeout_s` (a 503); other requests are served meanwhile. `handling`: of
+    a search parameter the type does not support, when the request's `Prefer: handling=` does not say — strict (a
+    400) or lenient (ignored, as Google's FHIR store does by default)."""
+    if handling not in ("strict", "lenient"):
+        raise ValueError(f"handling {handling!r}: expected strict or lenient")
     index = SearchIndex(resources_db, timeout_s=search_timeout_s)
     # R4 requires a date; the build's is when its resources were written.
     built = datetime.fromtimestamp(resources_db.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -106,7 +111,7 @@ def create_app(resources_db: Path, *, search_timeout_s: float = DEFAULT_TIMEOUT_
     def search(resource_type: str, request: Request) -> Response:
         _check_type(resource_type)
         params = list(request.query_params.multi_items())
-        query = parse_search(resource_type, params)
+        query = parse_search(resource_type, params, lenient=_lenient(request, handling))
         result = index.search(query)
         base = str(request.base_url)
         links = [{"relation": "self", "url": f"{base}{resource_type}?{query_string(query, params, query.offset)}"}]
@@ -137,6 +142,15 @@ def create_app(resources_db: Path, *, search_timeout_s: float = DEFAULT_TIMEOUT_
                                      f"{', '.join(index.types)}")
 
     return app
+
+
+def _lenient(request: Request, default: str) -> bool:
+    """FHIR's `Prefer: handling=strict|lenient` of the request, else the server's default."""
+    for part in request.headers.get("prefer", "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name.strip().lower() == "handling" and value.strip().lower() in ("strict", "lenient"):
+            return value.strip().lower() == "lenient"
+    return default == "lenient"
 
 
 def _check_params(request: Request, allowed: tuple[str, ...]) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from ehrbench.ehrsql.scoring import answers_match
-from ehrbench.metrics.retrieval import retrieval_score
+from ehrbench.evaluation.published_judge import published_correct
+from ehrbench.metrics.retrieval import published_retrieval_score, retrieval_score
 from ehrbench.scoring.ehrsql2024 import display_answer
 from ehrbench.tasks import AgentAnswer, EvalTask
 
@@ -50,4 +51,23 @@ def score_trial(task: EvalTask, answer: AgentAnswer, judge: Judge | None = None)
     retrieval = retrieval_score(answer.fhir_ids, gold.fhir_ids)
     scored.update(reward=float(correct), correct=correct, retrieval_precision=retrieval.precision,
                   retrieval_recall=retrieval.recall, retrieved_fhir_ids=sorted({str(i) for i in answer.fhir_ids}))
+    scored.update(_published(task, answer, text, getattr(judge, "model", None)))
     return scored
+
+
+def _published(task: EvalTask, answer: AgentAnswer, text: str | None, model) -> dict:
+    """FHIR-AgentBench's own scores beside ehrbench's: its judge's verdict (`published_correct`) and its retrieval
+    precision and recall (over the gold's resource types; binary recall). An abstention is its "cannot find"."""
+    gold = task.gold
+    by_gold_type: dict[str, list[str]] = {}
+    for kind, resource_id in zip(gold.fhir_types or ("",) * len(gold.fhir_ids), gold.fhir_ids, strict=True):
+        by_gold_type.setdefault(kind, []).append(resource_id)
+    predicted = answer.fhir_ids_by_type
+    if predicted is None or not gold.fhir_types:  # no types on one side: every retrieved id is of the gold's type
+        predicted = {kind: list(answer.fhir_ids) for kind in by_gold_type} if by_gold_type else {}
+    retrieval = published_retrieval_score(predicted, by_gold_type)
+    said = "I cannot find the information." if answer.abstained else text
+    verdict = published_correct(task.view.instruction, gold.published_answer or gold.answer_text, not gold.fhir_ids,
+                                said, model, gold_answer_text=gold.answer_text)
+    return {"published_correct": verdict.correct, "published_judge": verdict.method,
+            "published_retrieval_precision": retrieval.precision, "published_retrieval_recall": retrieval.recall}

@@ -160,6 +160,13 @@ class FhirTools:
             lines.append(f"stderr:\n{result.stderr.rstrip()}")
         return truncated("\n".join(lines), self.max_chars, "print less (aggregates, the first rows)")
 
+    def retrieved_by_type(self) -> dict[str, list[str]]:
+        """Resource type -> the ids retrieved in this trial, first-seen order."""
+        by_type: dict[str, list[str]] = {}
+        for kind, resource_id in self._retrieved:
+            by_type.setdefault(kind, []).append(resource_id)
+        return by_type
+
     # --- helpers -----------------------------------------------------------------------------------------------
 
     def _retrieve(self, resource_type: str, ids: list[str], texts: list[str] | None = None) -> list[str]:
