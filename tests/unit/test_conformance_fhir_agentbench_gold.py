@@ -12,17 +12,16 @@ import uuid
 import pytest
 
 from ehrbench.errors import ConfigError
+from ehrbench.fhir.agentbench_agreement import agreement, same_answer
 from ehrbench.fhir.agentbench_gold import (
     AgentBenchGold,
     SplitQuestion,
-    agreement,
     dropped_reason,
     fix_query,
     ground_split,
     read_split,
     row_resource_ids,
     rows_query,
-    same_answer,
 )
 
 MIMIC = uuid.uuid5(uuid.NAMESPACE_OID, "MIMIC-IV")

@@ -85,7 +85,8 @@ def fhir_ground(
     checked in the build's mimic_iv_on_fhir view."""
     import tempfile
 
-    from ehrbench.fhir.agentbench_gold import agreement, ground_split_on_warehouse, summary_lines, write_golds
+    from ehrbench.fhir.agentbench_agreement import agreement, summary_lines
+    from ehrbench.fhir.agentbench_gold import ground_split_on_warehouse, write_golds
     from ehrbench.tasksets.fhir_agentbench import FHIR_VIEW, FhirAgentBenchFormat
 
     if view != FHIR_VIEW.database:
