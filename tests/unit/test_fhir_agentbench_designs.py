@@ -11,10 +11,10 @@ import pytest
 from ehrbench.agents.config import parse_agent
 from ehrbench.agents.llm_agent import LlmAgent
 from ehrbench.agents.llm_agent.fhir_agentbench import question_input
-from ehrbench.evaluation.published_judge import published_correct
 from ehrbench.llm.token_count import count_messages, count_text
 from ehrbench.llm.tool_chat import ChatTurn, ToolCall, Usage
 from ehrbench.scoring import score_trial
+from ehrbench.scoring.fhir_agentbench_judge import published_correct
 from ehrbench.tasks import AgentAnswer, EvalTask, Gold, TaskView
 from tests.fhir_fakes import write_resources_db
 

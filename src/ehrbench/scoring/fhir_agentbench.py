@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from ehrbench.ehrsql.scoring import answers_match
-from ehrbench.evaluation.published_judge import published_correct
 from ehrbench.metrics.retrieval import published_retrieval_score, retrieval_score
 from ehrbench.scoring.ehrsql2024 import display_answer
+from ehrbench.scoring.fhir_agentbench_judge import published_correct
 from ehrbench.tasks import AgentAnswer, EvalTask
 
 PROTOCOL = "fhir_agentbench"
