@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 from ehrbench.agents.config import AgentConfig
 from ehrbench.layout import AuditTaskLayout
+from ehrbench.metrics.retrieval import ids_by_type
 from ehrbench.tasks import Agent, AgentAnswer, Gold, TaskView
 
 
@@ -26,11 +27,9 @@ class OracleAgent:
                                transcript=[{"role": "agent", "content": "flagged the labelled rows"}])
         if not gold.is_answerable:
             return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])
-        by_type: dict[str, list[str]] = {}
-        for kind, resource_id in zip(gold.fhir_types, gold.fhir_ids, strict=False):
-            by_type.setdefault(kind, []).append(resource_id)
+        by_type = ids_by_type(zip(gold.fhir_types, gold.fhir_ids, strict=False)) if gold.fhir_types else None
         return AgentAnswer(answer_text=gold.answer_text, sql=gold.sql, fhir_ids=gold.fhir_ids,
-                           fhir_ids_by_type=by_type if gold.fhir_types else None,
+                           fhir_ids_by_type=by_type,
                            transcript=[{"role": "agent", "content": gold.answer_text}])
 
 

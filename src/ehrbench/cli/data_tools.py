@@ -87,6 +87,7 @@ def fhir_ground(
 
     from ehrbench.fhir.agentbench_agreement import agreement, summary_lines
     from ehrbench.fhir.agentbench_gold import ground_split_on_warehouse, write_golds
+    from ehrbench.metrics.retrieval import ids_by_type
     from ehrbench.tasksets.fhir_agentbench import FHIR_VIEW, FhirAgentBenchFormat
 
     if view != FHIR_VIEW.database:
@@ -104,12 +105,8 @@ def fhir_ground(
         published = None
         if compare is not None:
             tasks = FhirAgentBenchFormat().read([compare])
-            published, answers = {}, {}
-            for task in tasks:
-                answers[task.source_id] = task.answer_rows or ()
-                ids = published.setdefault(task.source_id, {})
-                for kind, resource in zip(task.fhir_types, task.fhir_ids, strict=True):
-                    ids.setdefault(kind, []).append(resource)
+            published = {t.source_id: ids_by_type(zip(t.fhir_types, t.fhir_ids, strict=True)) for t in tasks}
+            answers = {t.source_id: t.answer_rows or () for t in tasks}
         with tempfile.TemporaryDirectory(prefix="ehrbench-fhir-ground-") as work:
             golds = ground_split_on_warehouse(ehrsql2024_split, layout.warehouse, resources, Path(work))
         write_golds(golds, out)

@@ -50,6 +50,14 @@ def mean_retrieval_score(scores: Iterable[RetrievalScore]) -> RetrievalScore:
         recall=_mean([s.recall for s in scores if s.recall is not None]), retrieved=retrieved)
 
 
+def ids_by_type(pairs: Iterable[tuple[str, object]]) -> dict[str, list[str]]:
+    """(resource type, id) pairs as resource type -> ids, in order (repeats kept)."""
+    grouped: dict[str, list[str]] = {}
+    for kind, resource_id in pairs:
+        grouped.setdefault(kind, []).append(str(resource_id))
+    return grouped
+
+
 def published_retrieval_score(predicted: Mapping[str, Sequence[object]],
                               gold: Mapping[str, Sequence[object]]) -> RetrievalScore:
     """One question's retrieval precision and recall as FHIR-AgentBench's evaluator computes them

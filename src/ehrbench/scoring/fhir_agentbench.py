@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ehrbench.ehrsql.scoring import answers_match
-from ehrbench.metrics.retrieval import published_retrieval_score, retrieval_score
+from ehrbench.metrics.retrieval import ids_by_type, published_retrieval_score, retrieval_score
 from ehrbench.scoring.ehrsql2024 import display_answer
 from ehrbench.scoring.fhir_agentbench_judge import published_correct
 from ehrbench.tasks import AgentAnswer, EvalTask
@@ -59,9 +59,7 @@ def _published(task: EvalTask, answer: AgentAnswer, text: str | None, model) -> 
     """FHIR-AgentBench's own scores beside ehrbench's: its judge's verdict (`published_correct`) and its retrieval
     precision and recall (over the gold's resource types; binary recall). An abstention is its "cannot find"."""
     gold = task.gold
-    by_gold_type: dict[str, list[str]] = {}
-    for kind, resource_id in zip(gold.fhir_types or ("",) * len(gold.fhir_ids), gold.fhir_ids, strict=True):
-        by_gold_type.setdefault(kind, []).append(resource_id)
+    by_gold_type = ids_by_type(zip(gold.fhir_types or ("",) * len(gold.fhir_ids), gold.fhir_ids, strict=True))
     predicted = answer.fhir_ids_by_type
     if predicted is None or not gold.fhir_types:  # no types on one side: every retrieved id is of the gold's type
         predicted = {kind: list(answer.fhir_ids) for kind in by_gold_type} if by_gold_type else {}

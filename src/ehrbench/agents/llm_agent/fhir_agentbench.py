@@ -66,13 +66,14 @@ class _Ended(Exception):
 
 
 class _Trial:
-    def __init__(self, agent: LlmAgent, view: TaskView, design: Design, tools: PublishedFhirTools):
+    def __init__(self, agent: LlmAgent, view: TaskView, variant: str, tools: PublishedFhirTools):
+        design = DESIGNS[variant]
         self.agent, self.design, self.tools = agent, design, tools
         self.model = agent.chat_model()
         listed = (*design.tools, CODE_TOOL) if design.code and not design.multi_turn else design.tools
         fields = {"types": ", ".join(SUPPORTED_TYPES), "rules": prompt("fhir_agentbench_rules"),
                   "code_pointers": prompt("fhir_agentbench_code_pointers"), "tools": ", ".join(listed)}
-        system = prompt(f"fhir_agentbench_{variant_of(design)}", **fields)
+        system = prompt(f"fhir_agentbench_{variant}", **fields)
         self.messages: list[dict] = [{"role": "system", "content": system},
                                      {"role": "user", "content": question_input(view)}]
         self.usage = Usage()
@@ -109,10 +110,6 @@ class _Trial:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
 
 
-def variant_of(design: Design) -> str:
-    return next(name for name, known in DESIGNS.items() if known == design)
-
-
 def question_input(view: TaskView) -> str:
     """The user message (its curate_input_dataset): the question, the patient's FHIR id, the assumption."""
     text = f"Question: {view.instruction}\nContext:\nPatient FHIR ID is {view.patient_fhir_id}."
@@ -120,15 +117,14 @@ def question_input(view: TaskView) -> str:
 
 
 def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
-    design = DESIGNS[agent.config.options.fhir_variant]
     base_url = agent.config.options.fhir_base_url
     source = HttpSource(base_url, timeout_s=agent.config.options.timeout_s) if base_url else IndexSource(
         search_index(view.fhir_resources))
     tools = PublishedFhirTools(source, isolation=agent.sandbox)
-    trial = _Trial(agent, view, design, tools)
+    trial = _Trial(agent, view, agent.config.options.fhir_variant, tools)
     keep_retrieved = True
     try:
-        answer, stop_reason = (_multi_turn if design.multi_turn else _single_turn)(trial)
+        answer, stop_reason = (_multi_turn if trial.design.multi_turn else _single_turn)(trial)
     except _Ended as ended:
         answer, stop_reason, keep_retrieved = ended.answer, ended.stop_reason, ended.keep_retrieved
     finally:

@@ -18,6 +18,7 @@ from ehrbench.fhir.search import SearchIndex
 from ehrbench.fhir.search_params import WITHOUT_PATIENT, SearchError, parse_search
 from ehrbench.fhir.search_params import query_string as page_query_string
 from ehrbench.llm.tool_chat import ToolCall, ToolSpec
+from ehrbench.metrics.retrieval import ids_by_type
 
 # The most resources one get_resources_by_patient call returns (a patient's Observations can run to thousands).
 MAX_PATIENT_RESOURCES = 5000
@@ -162,10 +163,7 @@ class FhirTools:
 
     def retrieved_by_type(self) -> dict[str, list[str]]:
         """Resource type -> the ids retrieved in this trial, first-seen order."""
-        by_type: dict[str, list[str]] = {}
-        for kind, resource_id in self._retrieved:
-            by_type.setdefault(kind, []).append(resource_id)
-        return by_type
+        return ids_by_type(self._retrieved)
 
     # --- helpers -----------------------------------------------------------------------------------------------
 

@@ -74,7 +74,7 @@ SPECS = {  # the published function schemas
 }
 RETRIEVAL_TOOLS = ("get_resources_by_patient_fhir_id", "get_resources_by_resource_id", "fhir_request_get")
 
-# Runs in the sandbox: the agent's code (stdin's JSON "code") with the retrieved resources, its prints discarded.
+# Runs in the sandbox: the agent's code (request.json's "code") with the retrieved resources, its prints discarded.
 _EXECUTOR = r'''
 import contextlib, datetime, io, json, math, re, statistics, sys, traceback
 request = json.load(open("request.json"))
