@@ -1,5 +1,6 @@
 {#-
-    Helpers of the ehrsql_eicu profile (EHRSQL eICU database, docs/benchmarks.md#ehrsql-eicu-database).
+    Helpers of both eICU databases (macros/eicu_database.sql): the `ehrsql_eicu` var group and the published
+    text, path and label rules (docs/benchmarks.md#ehrsql-eicu-database).
     Parameters come from the one var dict `ehrsql_eicu` (dbt_project.yml; presets in
     src/ehrbench/profiles.py). A --vars dict replaces the project's dict as a whole, so every key
     must be given: a missing key is a compile error rather than a silent default.
@@ -7,7 +8,7 @@
 {% macro ehrsql_eicu_var(name) -%}
     {%- set params = var('ehrsql_eicu') -%}
     {%- if name not in params -%}
-        {{ exceptions.raise_compiler_error("var ehrsql_eicu lacks '" ~ name ~ "' (expected keys: current_time, start_year, time_span, seed); pass the whole dict, e.g. from ehrbench.profiles.eicu_vars()") }}
+        {{ exceptions.raise_compiler_error("var ehrsql_eicu lacks '" ~ name ~ "' (expected keys: current_time, start_year, time_span, seed, num_patients, current_ratio, deidentify); pass the whole dict, e.g. from ehrbench.profiles.eicu_vars()") }}
     {%- endif -%}
     {{ return(params[name]) }}
 {%- endmacro %}
@@ -17,22 +18,9 @@
     timestamp '{{ ehrsql_eicu_var("current_time") }}'
 {%- endmacro %}
 
-{#- The earliest time the profile keeps: January 1 of start_year. -#}
-{% macro ehrsql_eicu_start_time() -%}
-    timestamp '{{ "%04d" % (ehrsql_eicu_var("start_year") | int) }}-01-01 00:00:00'
-{%- endmacro %}
-
 {#- An eICU offset (minutes from unit admission) turned into a shifted time. -#}
 {% macro ehrsql_eicu_offset_time(unitadmittime, offset) -%}
     ({{ unitadmittime }} + to_minutes(cast({{ offset }} as bigint)))
-{%- endmacro %}
-
-{#- Keeps an event time only inside [start_year-01-01, current_time]; otherwise NULL. -#}
-{% macro ehrsql_eicu_bounded(time_expression) -%}
-    case
-        when {{ time_expression }} between {{ ehrsql_eicu_start_time() }} and {{ ehrsql_eicu_current_time() }}
-            then {{ time_expression }}
-    end
 {%- endmacro %}
 
 {#- Published read_csv: every string cell lower-cased and stripped. -#}
@@ -43,7 +31,7 @@
 {#-
     Published diagnosis/treatment path rule. A path is split on '|'; levels 1–2 are its upper path,
     levels 3–4 its lower path. For each lower path only the most common upper path is kept (ties:
-    the upper path seen first, i.e. with the lowest source id); the stored name joins levels 3 and 4
+    the upper path seen first in the file); the stored name joins levels 3 and 4
     with ' - ' (level 3 alone for a 3-level path). Rows of other upper paths are dropped.
     Returns the source CTE's columns (minus the path helpers) plus `name`.
 -#}
@@ -92,10 +80,9 @@
 
 {#- Lineage of an eICU profile (hidden from agents): one row per benchmark row, table_name = the profile's table,
     row_id = the row's id there (ids are renumbered 0..n-1), source_table = the eICU table, source_key = the
-    eICU id of the source row (JSON). source_row: the 1-based row of the raw file for `renamed` (EHR-ChatQA's
-    preprocessing, models int_renamed__eicu__*, works in file row order); NULL for `ehrsql_eicu`, whose eICU ids
-    identify source rows on their own. Same columns as the MIMIC-IV lineage. Cost rows are synthetic
-    (eventtype/eventid lead to the event). -#}
+    eICU id of the source row (JSON), source_row = its 1-based row in the raw file (the published preprocessing
+    works in file row order). A de-identified row's source is its own row, not the row its shuffled values came
+    from. Same columns as the MIMIC-IV lineage. Cost rows are synthetic (eventtype/eventid lead to the event). -#}
 {% macro eicu_lineage(profile) %}
     {%- set tables = [
         ('patient', 'patientunitstayid', 'patientunitstayid'),
@@ -118,7 +105,7 @@ select
     {%- endif %} as table_name,
     cast({{ id_column }} as bigint) as row_id,
     '{{ table_name }}' as source_table,
-    {% if profile == 'renamed' -%} cast(file_row as bigint) {%- else -%} cast(null as bigint) {%- endif %} as source_row,
+    cast(file_row as bigint) as source_row,
     to_json(struct_pack({{ id_column }} := {{ source_id }})) as source_key
 from {{ ref(('int_renamed__eicu__' if profile == 'renamed' else 'int_ehrsql_eicu__eicu__') ~ table_name) }}
 {{ "union all" if not loop.last }}

@@ -30,10 +30,15 @@ from ehrbench.layout import BuildLayout
 from ehrbench.renaming import SchemaRename, draw_random_rename, published_rename
 
 EICU_PRESETS: dict[str, dict[str, Any]] = {
-    # EHR-ChatQA's time shift (the dbt project default): with it, renamed/eicu is EHR-ChatQA's eICU database.
-    "ehrchatqa": {"current_time": "2100-12-31 23:59:00", "start_year": 2100, "time_span": 0, "seed": 0},
-    # EHRSQL (2022) eICU: years 2100–2105, now = end of 2105.
-    "ehrsql2022": {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0},
+    # EHR-ChatQA's time shift (the dbt project default): with it, renamed/eicu is EHR-ChatQA's eICU database. Every
+    # patient, not de-identified.
+    "ehrchatqa": {"current_time": "2100-12-31 23:59:00", "start_year": 2100, "time_span": 0, "seed": 0,
+                  "num_patients": None, "current_ratio": 0.0, "deidentify": False},
+    # EHRSQL (2022) eICU, as its README runs preprocess_db.py: years 2100–2105, now = end of 2105, 1,000 patients of
+    # whom 10 % current (--num_patient default, --cur_patient_ratio 0.1), --deid. The sample and the
+    # de-identification apply to ehrsql_eicu only.
+    "ehrsql2022": {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0,
+                   "num_patients": 1000, "current_ratio": 0.1, "deidentify": True},
 }
 
 
@@ -63,6 +68,16 @@ def _check(params: dict[str, Any]) -> None:
             raise ConfigError(f"ehrsql_eicu {key} must be an integer, got {params[key]!r}")
     if params["time_span"] < 0 or params["seed"] < 0:
         raise ConfigError("ehrsql_eicu time_span and seed must be >= 0")
+    num_patients = params["num_patients"]
+    if num_patients is not None and (not isinstance(num_patients, int) or isinstance(num_patients, bool)
+                                     or num_patients < 1):
+        raise ConfigError(f"ehrsql_eicu num_patients must be a positive integer or None (every patient), "
+                         f"got {num_patients!r}")
+    ratio = params["current_ratio"]
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1:
+        raise ConfigError(f"ehrsql_eicu current_ratio must be a number in [0, 1], got {ratio!r}")
+    if not isinstance(params["deidentify"], bool):
+        raise ConfigError(f"ehrsql_eicu deidentify must be true or false, got {params['deidentify']!r}")
     try:
         now = datetime.strptime(params["current_time"], "%Y-%m-%d %H:%M:%S")
     except (TypeError, ValueError):
@@ -189,6 +204,15 @@ class Ehrsql2024Vars(TimeShift):
     current_ratio: float
 
 
+class EicuVars(TimeShift):
+    """The `ehrsql_eicu` var group: the eICU time shift, and EHRSQL (2022)'s patient sample (num_patients None: every
+    patient) and de-identification, which only the ehrsql_eicu database applies."""
+
+    num_patients: int | None
+    current_ratio: float
+    deidentify: bool
+
+
 class DqVars(BaseModel):
     """The `dq` models' var group: the audit extract's seeded patient sample."""
 
@@ -208,7 +232,7 @@ class ProfileVars(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ehrsql2024: Ehrsql2024Vars
-    ehrsql_eicu: TimeShift
+    ehrsql_eicu: EicuVars
     renamed_random: dict[str, dict[str, Any]]  # per database, the drawn names (SchemaRename.dbt_var())
     dq: DqVars | None = None
 
@@ -227,4 +251,4 @@ class ProfileVars(BaseModel):
 
     def to_dbt_vars(self) -> dict[str, dict[str, Any]]:
         """The plain dict dbt takes as `--vars` (and the manifest records as `profile_vars`)."""
-        return self.model_dump(exclude_none=True)
+        return self.model_dump(exclude={"dq"} if self.dq is None else None)

@@ -94,7 +94,8 @@ class BuildParameters(BaseModel):
         "Also build the mimic_iv_on_fhir FHIR view: MIMIC-IV on FHIR's resources of every raw row, the data "
         "FHIR-AgentBench was built on (~500k resources from the demo; from the full MIMIC-IV, hundreds of millions)."))
     eicu_preset: Literal["ehrchatqa", "ehrsql2022"] = Field(
-        "ehrchatqa", description="eICU time constants: EHR-ChatQA's (2100, span 0) or EHRSQL-2022's (2100-2105).")
+        "ehrchatqa", description="eICU settings: EHR-ChatQA's (2100, span 0, every patient) or EHRSQL (2022)'s "
+        "(2100-2105, 1,000 patients of whom 10 % current, de-identified; ehrsql_eicu only).")
     questions: QuestionSettings = Field(default_factory=lambda: QuestionSettings(),
                                         description="How the build's question sets are generated.")
     dq: DqSettings = Field(default_factory=lambda: DqSettings(),

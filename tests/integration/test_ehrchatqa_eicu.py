@@ -11,13 +11,10 @@ share of gold answers the database reproduces, by the tables a question reads.""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 import sqlite3
-from collections import Counter, defaultdict
-from datetime import datetime, timedelta
-from pathlib import Path
+from collections import defaultdict
+from datetime import datetime
 
 import duckdb
 import numpy as np
@@ -33,6 +30,8 @@ from ehrbench.sources.ingest import ingest_release
 from ehrbench.transform import run_dbt
 from ehrbench.warehouse import connect
 from tests.conftest import SHARED_DATA
+from tests.published_eicu import admitted_by, published_paths, published_time_shift, read_raw
+from tests.published_eicu import event_time as published_event_time
 
 pytestmark = pytest.mark.integration
 
@@ -88,76 +87,17 @@ def _sqlite(built: dict, sql: str) -> list[tuple]:
         con.close()
 
 
-# --- the published preprocessing, re-derived from the raw files ---------------------------------------------------
-
-def read_raw(demo_dir: Path, name: str) -> list[dict[str, str | None]]:
-    """A raw eICU file as the published read_csv leaves it: text lower-cased and stripped, empty cells None."""
-    with gzip.open(demo_dir / name, "rt", newline="") as handle:
-        return [{key: (value.strip().lower() or None) for key, value in row.items()} for row in csv.DictReader(handle)]
-
-
-def published_time_shift(patients: list[dict], *, seed: int, start_year: int, time_span: int):
-    """Build_eICU.build_admission_table with EHR-ChatQA's settings: the filters, then the per-patient loop with
-    Sampler.first_admit_year_sampler and Sampler.sample_date_given_year on one default_rng(seed). Returns the
-    generator after the loop and {patientunitstayid: row + unit admit time and age}."""
-    kept = []
-    for row in patients:
-        if row["hospitaladmitsource"] is None or row["gender"] not in ("male", "female") or row["age"] is None:
-            continue
-        age = 90 if row["age"] == "> 89" else int(row["age"])
-        if age > 10:
-            kept.append(row | {"age": age})
-    rng = np.random.default_rng(seed)
-    prob = np.arange(1, time_span + 2) / np.arange(1, time_span + 2).sum()
-    stays: dict[int, dict] = {}
-    for patient in dict.fromkeys(row["uniquepid"] for row in kept):  # first appearance in patient.csv
-        rows = [row for row in kept if row["uniquepid"] == patient]
-        years = sorted({int(row["hospitaldischargeyear"]) for row in rows})
-        first_age = min(row["age"] for row in rows)
-        sampled_year = int(rng.choice(range(start_year, start_year + time_span + 1), p=prob))
-        stopped = False
-        for year in years:
-            in_year = [row for row in rows if int(row["hospitaldischargeyear"]) == year]
-            visits = list(dict.fromkeys(row["patienthealthsystemstayid"] for row in in_year))
-            shifted = sampled_year + (year - years[0])
-            start, end = datetime(shifted, 1, 1), datetime(shifted, 12, 31)
-            dates = [start + timedelta(seconds=int((k / len(visits) + rng.random() / len(visits))
-                                                   * (end - start).total_seconds())) for k in range(len(visits))]
-            for visit, day in zip(visits, dates, strict=True):
-                for row in (r for r in in_year if r["patienthealthsystemstayid"] == visit):
-                    offsets = [int(row[c]) for c in ("hospitaladmitoffset", "unitdischargeoffset",
-                                                      "hospitaldischargeoffset")]
-                    if not offsets[0] <= 0 < offsets[1] <= offsets[2]:
-                        stopped = True
-                        break
-                    clock = datetime.strptime(row["hospitaladmittime24"], "%H:%M:%S").time()
-                    admit = datetime.combine(day.date(), clock)
-                    stays[int(row["patientunitstayid"])] = row | {
-                        "unitadmittime": admit - timedelta(minutes=offsets[0]),
-                        "age": first_age + (year - years[0]), "offsets": offsets}
-                if stopped:
-                    break
-            if stopped:
-                break
-    return rng, stays
-
-
 @pytest.fixture(scope="module")
 def published(built) -> dict:
     """The published time shift on the demo's patient.csv, and the stays it keeps (admitted up to the current time)."""
     rng, stays = published_time_shift(read_raw(built["demo"], "patient.csv.gz"), seed=SHIFT["seed"],
-                                      start_year=SHIFT["start_year"], time_span=SHIFT["time_span"])
-    kept = {stay: row for stay, row in stays.items()
-            if row["unitadmittime"] + timedelta(minutes=row["offsets"][0]) <= NOW and row["unitadmittime"] <= NOW}
-    return {"rng": rng, "stays": kept}
+                                      start_year=SHIFT["start_year"], time_span=SHIFT["time_span"], age_over_89=90,
+                                      hospital_stay_percentile=None)
+    return {"rng": rng, "stays": admitted_by(stays, NOW)}
 
 
 def event_time(stays: dict, unit: str | None, offset: str | None) -> datetime | None:
-    """adjust_time: the stay's unit admit time + the offset in minutes; None for a stay dropped or after now."""
-    if unit is None or offset is None or int(unit) not in stays:
-        return None
-    moment = stays[int(unit)]["unitadmittime"] + timedelta(minutes=int(float(offset)))
-    return moment if moment <= NOW else None
+    return published_event_time(stays, unit, offset, NOW)
 
 
 def lineage(built: dict, table: str) -> list[tuple[int, int, int]]:
@@ -214,25 +154,6 @@ def test_renumbered_ids_follow_the_file_row_order(built):
         assert all(a[1] < b[1] for a, b in zip(rows, rows[1:], strict=False)), table
     diagnosis_ids = [int(row["diagnosisid"]) for row in read_raw(built["demo"], "diagnosis.csv.gz")]
     assert diagnosis_ids != sorted(diagnosis_ids)  # the demo's file order is not its id order
-
-
-def published_paths(rows: list[dict], column: str, id_column: str) -> tuple[set[str], Counter]:
-    """The published diagnosis/treatment path rule: per levels 3-4, the most common levels 1-2
-    (collections.Counter.most_common over the file's rows, which keeps the first seen of a tie); returns the kept
-    'levels 1-2|3-4' paths and, for the ties, whether the file order decides them differently from the lowest id."""
-    upper_by_lower: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for row in rows:
-        parts = row[column].split("|")
-        upper_by_lower["|".join(parts[2:4])].append(("|".join(parts[:2]), int(row[id_column])))
-    kept, decided_by_file_order = set(), Counter()
-    for lower, uppers in upper_by_lower.items():
-        counts = Counter(upper for upper, _ in uppers)
-        winner = counts.most_common(1)[0][0]
-        kept.add(f"{winner}|{lower}")
-        top = [upper for upper in counts if counts[upper] == counts[winner]]
-        if len(top) > 1:
-            decided_by_file_order[winner != min(top, key=lambda u: min(i for v, i in uppers if v == u))] += 1
-    return kept, decided_by_file_order
 
 
 @pytest.mark.parametrize(("table", "file_name", "id_column", "column", "offset", "name_column"), [

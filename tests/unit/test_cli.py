@@ -145,7 +145,7 @@ def test_the_installed_command_refuses_bad_input_in_one_line_with_exit_code_2(tm
      "--mimic-iv-edition 'fulll': must be 'demo' or 'full' (which MIMIC-IV release to download)"),
     (["--eicu-edition", "Demo"], "--eicu-edition 'Demo': must be 'demo' or 'full' (which eICU release to download)"),
     (["--eicu-preset", "ehrsql2024"],
-     "--eicu-preset 'ehrsql2024': must be 'ehrchatqa' or 'ehrsql2022' (eICU time constants)"),
+     "--eicu-preset 'ehrsql2024': must be 'ehrchatqa' or 'ehrsql2022' (eICU settings)"),
     (["--seed", "-1"], "--seed -1: must be between 0 and 4294967295 (seed for every random choice of the build)"),
     (["--start-year", "1800"], "--start-year 1800: must be between 1900 and 9000 (first year of the shifted range)"),
     (["--time-span", "201"],

@@ -13,13 +13,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_default_is_ehrchatqa():
+    """EHR-ChatQA's time shift: every patient, not de-identified."""
     assert eicu_vars() == {"ehrsql_eicu": {"current_time": "2100-12-31 23:59:00", "start_year": 2100,
-                                           "time_span": 0, "seed": 0}}
+                                           "time_span": 0, "seed": 0, "num_patients": None, "current_ratio": 0.0,
+                                           "deidentify": False}}
 
 
 def test_ehrsql2022_preset():
+    """EHRSQL's README: preprocess_db.py --deid --timeshift --current_time "2105-12-31 23:59:00" --start_year 2100
+    --time_span 5 --cur_patient_ratio 0.1 (and the default --num_patient 1000)."""
     params = eicu_vars("ehrsql2022")["ehrsql_eicu"]
-    assert params == {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0}
+    assert params == {"current_time": "2105-12-31 23:59:00", "start_year": 2100, "time_span": 5, "seed": 0,
+                      "num_patients": 1000, "current_ratio": 0.1, "deidentify": True}
 
 
 def test_overrides_replace_single_keys_and_leave_presets_alone():
@@ -35,7 +40,10 @@ def test_dbt_project_default_matches_the_ehrchatqa_preset():
 
 @pytest.mark.parametrize("preset, overrides, message", [
     ("mimic", {}, "unknown eICU preset"),
-    ("ehrchatqa", {"num_patients": 10}, "unknown ehrsql_eicu parameter"),
+    ("ehrchatqa", {"num_patient": 10}, "unknown ehrsql_eicu parameter"),
+    ("ehrsql2022", {"num_patients": 0}, "num_patients must be a positive integer or None"),
+    ("ehrsql2022", {"current_ratio": 1.5}, r"current_ratio must be a number in \[0, 1\]"),
+    ("ehrsql2022", {"deidentify": "yes"}, "deidentify must be true or false"),
     ("ehrchatqa", {"seed": "1"}, "seed must be an integer"),
     ("ehrchatqa", {"time_span": -1}, ">= 0"),
     ("ehrchatqa", {"current_time": "2100-12-31"}, "YYYY-MM-DD HH:MM:SS"),

@@ -64,7 +64,8 @@ def build(
     start_year: Annotated[int | None, typer.Option(help="First year of the shifted range. Default 2100.")] = None,
     time_span: Annotated[int | None, typer.Option(help="Years first visits spread over. Default 0.")] = None,
     eicu_preset: Annotated[str, typer.Option(
-        help="eICU time constants: ehrchatqa (2100, span 0) or ehrsql2022 (2100-2105).")] = "ehrchatqa",
+        help="eICU settings: ehrchatqa (2100, span 0, every patient) or ehrsql2022 (2100-2105, 1,000 patients, "
+             "de-identified).")] = "ehrchatqa",
     ehrsql2024_dir: Annotated[Path | None, typer.Option(
         help="Published EHRSQL-2024 mimic_iv/ folder: its valid questions get FHIR resource-id ground truth. "
              "Default: $EHRBENCH_EHRSQL2024_DIR, else none.")] = None,

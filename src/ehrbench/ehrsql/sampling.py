@@ -41,28 +41,29 @@ def _unique_in_order(values: Iterable[Hashable]) -> list:
     return list(dict.fromkeys(values))
 
 
-def sample_cohort(rng: np.random.Generator, admissions: Sequence[tuple[int, bool]], num_patients: int,
-                  current_ratio: float) -> tuple[list[int], list[int]]:
-    """(b) and (c): `admissions` is (subject_id, is_current) per admission in table order.
+def sample_cohort(rng: np.random.Generator, admissions: Sequence[tuple[Hashable, bool]], num_patients: int,
+                  current_ratio: float) -> tuple[list, list]:
+    """(b) and (c): `admissions` is (patient id, is_current) per admission (or stay) in table order.
 
-    Returns (current, discharged) subject ids. When a pool is smaller than its target, numpy raises
-    before drawing and the whole pool is taken (as the published build does).
+    Returns (current, discharged) patient ids, as given (MIMIC-IV's integer subject ids, eICU's text uniquepids:
+    the draws depend on the pool sizes only). When a pool is smaller than its target, numpy raises before drawing
+    and the whole pool is taken (as the published builds do).
     """
     num_current = int(num_patients * current_ratio)
     num_discharged = num_patients - int(num_patients * current_ratio)
 
     current_pool = _unique_in_order(s for s, is_current in admissions if is_current)
     try:
-        current = rng.choice(np.array(current_pool, dtype=np.int64), num_current, replace=False).tolist()
+        current = rng.choice(np.array(current_pool, dtype=object), num_current, replace=False).tolist()
     except ValueError:
         current = list(current_pool)
     chosen = set(current)
     discharged_pool = _unique_in_order(s for s, is_current in admissions if not is_current and s not in chosen)
     try:
-        discharged = rng.choice(np.array(discharged_pool, dtype=np.int64), num_discharged, replace=False).tolist()
+        discharged = rng.choice(np.array(discharged_pool, dtype=object), num_discharged, replace=False).tolist()
     except ValueError:
         discharged = list(discharged_pool)
-    return [int(s) for s in current], [int(s) for s in discharged]
+    return current, discharged
 
 
 def draw_mean_costs(rng: np.random.Generator) -> list[int]:

@@ -1,48 +1,15 @@
-"""Seeded synthetic cost per event name of EHR-ChatQA's eICU database (docs/benchmarks.md#ehr-chatqa-eicu-database,
-draws 3 and 4).
+"""Seeded cost per event name (ehrbench.ehrsql.eicu_sampling.draw_event_costs), continuing the generator from the
+state int_renamed__eicu__admit_dates left it in (a new default_rng(seed) when there was nothing to draw): for
+diagnosis, lab, treatment and drug names in that order, one draw per distinct name in order of first appearance in
+the finished table (its lowest renumbered id)."""
 
-The generator continues from the state the time shift left it in (int_renamed__eicu__admit_dates.rng_state; a new
-default_rng(seed) when there was nothing to draw): mean_costs = rng.poisson(lam=10, size=4); then, for diagnosis
-names, lab names, treatment names and drug names in that order, one round(rng.normal(mean, 1.0), 2) per distinct
-name in order of first appearance in the finished table (its lowest renumbered id, i.e. the source file's row
-order). Diagnoses and labs both use mean_costs[0] (mean_costs[1] is never used), as published.
-"""
-
-import json
-
-import numpy as np
 import pyarrow as pa
-
-BLOCKS = (
-    # (eventtype, name column, id column, index into mean_costs)
-    ("diagnosis", "diagnosisname", "diagnosisid", 0),
-    ("lab", "labname", "labid", 0),
-    ("treatment", "treatmentname", "treatmentid", 2),
-    ("medication", "drugname", "medicationid", 3),
-)
-
-
-def generator(state, seed):
-    """The generator after the time shift's draws (its saved bit-generator state), or a fresh one."""
-    rng = np.random.default_rng(seed)
-    if state is not None:
-        rng.bit_generator.state = json.loads(state)
-    return rng
-
-
-def draw_costs(rng, names_by_block):
-    """names_by_block: [(eventtype, mean index, [names in first-appearance order])]."""
-    mean_costs = rng.poisson(lam=10, size=4)
-    out = []
-    for eventtype, mean_index, names in names_by_block:
-        for name in names:
-            out.append((eventtype, name, round(float(rng.normal(loc=mean_costs[mean_index], scale=1.0)), 2)))
-    return out
 
 
 def model(dbt, session):
     dbt.config(materialized="table")
-    seed = int(dbt.config.get("ehrsql_eicu_seed"))
+    from ehrbench.ehrsql.eicu_sampling import COST_BLOCKS, draw_event_costs
+    from ehrbench.ehrsql.sampling import new_rng, restore_rng
 
     states = dbt.ref("int_renamed__eicu__admit_dates").project("rng_state").limit(1).fetchall()
     # dbt needs literal ref() arguments
@@ -52,13 +19,12 @@ def model(dbt, session):
         "treatment": dbt.ref("int_renamed__eicu__treatment"),
         "medication": dbt.ref("int_renamed__eicu__medication"),
     }
-    names_by_block = []
-    for eventtype, name_column, id_column, mean_index in BLOCKS:
-        rows = relations[eventtype].aggregate(
-            f"{name_column}, min({id_column}) as first_id", name_column).order("first_id").fetchall()
-        names_by_block.append((eventtype, mean_index, [row[0] for row in rows]))
+    names = {eventtype: [row[0] for row in relations[eventtype].aggregate(
+        f"{name_column}, min({id_column}) as first_id", name_column).order("first_id").fetchall()]
+        for eventtype, name_column, id_column, _ in COST_BLOCKS}
 
-    drawn = draw_costs(generator(states[0][0] if states else None, seed), names_by_block)
+    rng = restore_rng(states[0][0]) if states else new_rng(int(dbt.config.get("ehrsql_eicu_seed")))
+    drawn = draw_event_costs(rng, names)
     columns = list(zip(*drawn, strict=True)) if drawn else [[], [], []]
     return pa.table(
         {
