@@ -1,7 +1,7 @@
 """EHRSQL (2022)'s de-identification (docs/benchmarks.md#ehrsql-eicu-database): per event table, row `position`
 takes the shuffled columns of row `source_position` (ehrbench.ehrsql.eicu_sampling.deidentify_order, a fresh
-default_rng(0) per table). Positions number the rows of int_ehrsql_eicu__eicu__<table>_rows. Empty when the var
-group's `deidentify` is false."""
+default_rng(0) per table). Positions number the rows of int_ehrsql_eicu__eicu__<table>_rows. Enabled, with those
+models, only when the var group's `deidentify` is true."""
 
 import pyarrow as pa
 
@@ -12,7 +12,6 @@ def model(dbt, session):
     dbt.config(materialized="table")
     from ehrbench.ehrsql.eicu_sampling import deidentify_order
 
-    deidentify = str(dbt.config.get("ehrsql_eicu_deidentify")).lower() == "true"
     # dbt needs literal ref() arguments
     relations = {
         "diagnosis": dbt.ref("int_ehrsql_eicu__eicu__diagnosis_rows"),
@@ -24,14 +23,11 @@ def model(dbt, session):
         "microlab": dbt.ref("int_ehrsql_eicu__eicu__microlab_rows"),
     }
     parts = []
-    for table in TABLES if deidentify else ():
+    for table in TABLES:
         n_rows = relations[table].aggregate("count(*)").fetchone()[0]
         parts.append(pa.table({
             "table_name": pa.array([table] * n_rows, pa.string()),
             "position": pa.array(range(n_rows), pa.int64()),
             "source_position": pa.array(deidentify_order(n_rows), pa.int64()),
         }))
-    if not parts:
-        return pa.table({"table_name": pa.array([], pa.string()), "position": pa.array([], pa.int64()),
-                         "source_position": pa.array([], pa.int64())})
     return pa.concat_tables(parts)
