@@ -387,6 +387,19 @@ from selected
     select * exclude (name), name as {{ name_column }} from named
 {% endmacro %}
 
+{#- Rows of a table kept whole: its id, unit stay and offset, and its text columns lower-cased and stripped. -#}
+{% macro eicu_text_rows(staging_model, id_column, offset_column, text_columns) %}
+    select
+        file_row,
+        {{ id_column }} as source_{{ id_column }},
+        patientunitstayid,
+        {%- for column in text_columns %}
+        {{ ehrsql_eicu_text(column) }} as {{ column }},
+        {%- endfor %}
+        {{ offset_column }}
+    from ({{ eicu_file_rows(staging_model) }}) as staged
+{% endmacro %}
+
 {#- Each event table's own row selection (before the cohort and time filters), as published. -#}
 {% macro eicu_event_row_selection(table) %}
 {%- if table == 'diagnosis' -%}
@@ -421,14 +434,7 @@ from selected
       and routeadmin is not null
       and {{ ehrsql_eicu_text('drugordercancelled') }} = 'no'
 {%- elif table == 'allergy' -%}
-    select
-        file_row,
-        allergyid as source_allergyid,
-        patientunitstayid,
-        {{ ehrsql_eicu_text('drugname') }} as drugname,
-        {{ ehrsql_eicu_text('allergyname') }} as allergyname,
-        allergyoffset
-    from ({{ eicu_file_rows('stg_eicu__allergy') }}) as allergy
+    {{ eicu_text_rows('stg_eicu__allergy', 'allergyid', 'allergyoffset', ['drugname', 'allergyname']) }}
 {%- elif table == 'intakeoutput' -%}
     {#- keep labels that occur with an 'intake (ml)' or 'output (ml)' cellpath, drop 'intake' and 'output', then
         strip a trailing word 'intake', then a trailing word 'output' -#}
@@ -455,14 +461,7 @@ from selected
     where source_celllabel in (select source_celllabel from volume_labels)
       and source_celllabel not in ('intake', 'output')
 {%- elif table == 'microlab' -%}
-    select
-        file_row,
-        microlabid as source_microlabid,
-        patientunitstayid,
-        {{ ehrsql_eicu_text('culturesite') }} as culturesite,
-        {{ ehrsql_eicu_text('organism') }} as organism,
-        culturetakenoffset
-    from ({{ eicu_file_rows('stg_eicu__microlab') }}) as microlab
+    {{ eicu_text_rows('stg_eicu__microlab', 'microlabid', 'culturetakenoffset', ['culturesite', 'organism']) }}
 {%- elif table == 'vitalperiodic' -%}
     select
         file_row,
