@@ -1,0 +1,96 @@
+"""Synthetic discharge summaries (dbt model notes__mimic_iv__discharge,
+docs/benchmarks.md#synthetic-discharge-summaries) built by real dbt on the MIMIC-IV demo: MIMIC-IV-Note's layout,
+labelled synthetic, every listed diagnosis checkable against the database, and readable by the EHRNoteQA note reader
+(ehrbench.noteqa.records)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+
+import duckdb
+import pytest
+
+from ehrbench.noteqa.records import NoteQuestion, question_notes, read_discharge_notes
+from ehrbench.profiles import profile_vars
+from ehrbench.transform import run_dbt
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def notes_warehouse(fhir_warehouse, tmp_path_factory):
+    """A copy of the session's MIMIC-IV warehouse with the synthetic notes built (model and its YAML tests)."""
+    root = tmp_path_factory.mktemp("notes")
+    warehouse = root / "warehouse.duckdb"
+    shutil.copyfile(fhir_warehouse, warehouse)
+    run = run_dbt(["build", "--select", "notes"], warehouse=warehouse, work_dir=root / "dbt", vars=profile_vars(0))
+    assert run.count("error") == 0 and run.count("fail") == 0, run.summary
+    return warehouse
+
+
+def rows(warehouse, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_one_note_per_discharged_admission_in_the_note_tables_layout(notes_warehouse):
+    notes = rows(notes_warehouse, "select note_id, subject_id, hadm_id, note_type, note_seq, charttime, text "
+                                  "from notes__mimic_iv.discharge")
+    admissions = rows(notes_warehouse, "select subject_id, hadm_id, admittime, dischtime "
+                                       "from staging_mimic_iv.stg_mimic_iv__admissions where dischtime is not null")
+    assert len(notes) == len(admissions) > 200
+    seen, order = Counter(), {}
+    for subject, hadm, *_ in sorted(admissions, key=lambda a: (a[0], a[2], a[1])):  # per patient by admission time
+        seen[subject] += 1
+        order[hadm] = seen[subject]
+    discharge = {hadm: dischtime for _, hadm, _, dischtime in admissions}
+    for note_id, subject, hadm, note_type, seq, charttime, text in notes:
+        assert note_id == f"{subject}-DS-{seq}" and note_type == "DS" and seq == order[hadm]
+        assert charttime == discharge[hadm].replace(hour=0, minute=0, second=0)
+        assert text.startswith("SYNTHETIC NOTE: written by ehrbench from structured MIMIC-IV rows")
+        for section in ("Chief Complaint:", "Pertinent Results:", "Brief Hospital Course:", "Discharge Diagnosis:"):
+            assert f"\n{section}\n" in text
+
+
+def test_every_diagnosis_of_the_admission_is_listed_in_order(notes_warehouse):
+    titles = {}
+    for hadm, seq, title in rows(notes_warehouse, """
+            select d.hadm_id, d.seq_num, t.long_title
+            from staging_mimic_iv.stg_mimic_iv__diagnoses_icd as d
+            join staging_mimic_iv.stg_mimic_iv__d_icd_diagnoses as t using (icd_code, icd_version)
+            order by d.hadm_id, d.seq_num"""):
+        titles.setdefault(hadm, []).append(f"{seq}. {title}")
+    texts = dict(rows(notes_warehouse, "select hadm_id, text from notes__mimic_iv.discharge"))
+    checked = 0
+    for hadm, listed in titles.items():
+        diagnosis = texts[hadm].split("\nDischarge Diagnosis:\n", 1)[1].split("\n \n", 1)[0]
+        assert diagnosis.split("\n") == listed
+        assert texts[hadm].split("\nChief Complaint:\n", 1)[1].startswith(listed[0].split(". ", 1)[1])
+        checked += 1
+    assert checked > 200
+
+
+def test_the_notes_read_as_mimic_iv_note_files(notes_warehouse, tmp_path):
+    """Written as MIMIC-IV-Note's discharge.csv.gz, the notes come back through the EHRNoteQA reader: charttime
+    order, the published header and cleaning."""
+    path = tmp_path / "discharge.csv.gz"
+    con = duckdb.connect(str(notes_warehouse), read_only=True)
+    try:
+        con.execute(f"copy (select * from notes__mimic_iv.discharge order by note_id) to '{path}' (header, "
+                    f"compression gzip)")
+        subject, hadms = con.execute(
+            "select subject_id, list(hadm_id order by note_seq) from notes__mimic_iv.discharge "
+            "group by subject_id having count(*) >= 2 order by subject_id limit 1").fetchone()
+    finally:
+        con.close()
+    question = NoteQuestion(patient_id=subject, category="Level1", num_notes=2, question="q", choice_A="a",
+                            choice_B="b", choice_C="c", choice_D="d", choice_E="e", answer="A")
+    notes = question_notes(question, read_discharge_notes(path, {subject}), source=path)
+    assert [re.search(r"Admission ID : (\d+)", note).group(1) for note in notes] == [str(h) for h in hadms[:2]]
+    assert all(note.startswith(f"Patient ID : {subject}\n") for note in notes)
+    assert all("\n \n" not in note and "  " not in note for note in notes)  # cleaned
