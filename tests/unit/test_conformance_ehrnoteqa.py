@@ -201,3 +201,72 @@ def test_a_discharge_file_without_the_note_columns_is_refused(tmp_path):
         handle.write("subject_id,text\n1,a\n")
     with pytest.raises(ConfigError, match=r"no column\(s\) note_id, hadm_id, note_seq, charttime"):
         read_discharge_notes(path, {1})
+
+
+# --- the judge's verdict (protocol ehrnoteqa) ------------------------------------------------------------------------
+
+class ScriptedJudge:
+    """A judge model that replies from a script and records its requests."""
+
+    provider, model = "scripted", "judge"
+
+    def __init__(self, *replies: str):
+        self.replies, self.requests = list(replies), []
+
+    def chat(self, messages, tools, *, temperature=0.0, max_tokens=None):
+        from ehrbench.llm.tool_chat import ChatTurn, Usage
+
+        self.requests.append((messages, tools, temperature, max_tokens))
+        return ChatTurn(self.replies.pop(0), [], Usage(10, 1), "stop", 0.0)
+
+
+def verdict(kind, answer_text, judge=None, **options):
+    from ehrbench.scoring.ehrnoteqa import published_correct
+
+    return published_correct(kind, answer_text=answer_text, question="Which drug?", notes="[note 1 start]\nN\n"
+                             "[note 1 end]", choices=CHOICES, answer="B", model=judge, **options)
+
+
+def test_the_judge_gets_the_published_prompt_once_at_temperature_0_and_600_tokens():
+    judge = ScriptedJudge("yes")
+    found = verdict("multichoice", "Heparin.", judge)
+    assert (found.correct, found.method, found.replies) == (True, "llm", ("yes",))
+    [(messages, tools, temperature, max_tokens)] = judge.requests
+    assert messages == [{"role": "user", "content": judge_prompt(
+        "multichoice", output="Heparin.", question="Which drug?", notes="", choices=CHOICES, answer="B")}]
+    assert (tools, temperature, max_tokens) == ([], 0.0, 600)
+
+
+@pytest.mark.parametrize(("kind", "replies", "votes", "correct"), [
+    ("multichoice", ["no"], 1, False),
+    ("multichoice", ["It matches."], 1, False),  # unread: wrong
+    ("openended", ["Score: 1\nReasoning: heparin."], 1, True),
+    ("openended", ["Score: 0\nReasoning: aspirin."], 1, False),
+    ("multichoice", ["yes", "no", "yes"], 3, True),  # majority
+    ("multichoice", ["yes", "no", "maybe"], 3, False),  # one of three
+    ("multichoice", ["yes", "no"], 2, False),  # a tie is not a majority
+])
+def test_judge_verdicts_and_votes(kind, replies, votes, correct):
+    judge = ScriptedJudge(*replies)
+    found = verdict(kind, "Heparin drip.", judge, votes=votes)
+    assert found.correct is correct and len(judge.requests) == votes and found.usage.input_tokens == 10 * votes
+
+
+def test_errors_and_empty_answers_are_wrong_without_asking_the_judge():
+    judge = ScriptedJudge()
+    assert verdict("openended", "x", judge, error="timeout").method == "error"
+    assert verdict("openended", "  ", judge).method == "no_answer"
+    assert verdict("multichoice", None, judge).correct is False and judge.requests == []
+
+
+@pytest.mark.parametrize(("kind", "answer_text", "correct"), [
+    ("multichoice", "B", True),
+    ("multichoice", "The answer is B. Heparin", True),
+    ("multichoice", "C", False),
+    ("multichoice", "Heparin", False),  # no letter: the stand-in cannot read it
+    ("openended", "She was started on a heparin drip.", True),
+    ("openended", "Warfarin", False),
+])
+def test_without_a_judge_model_the_stand_ins_are_recorded(kind, answer_text, correct):
+    found = verdict(kind, answer_text)
+    assert found.correct is correct and found.method == ("letter" if kind == "multichoice" else "match")

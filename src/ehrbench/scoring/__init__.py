@@ -8,6 +8,9 @@ the repository files they were read from; `tests/unit/test_conformance_<protocol
 | `ehrsql2022` | `ehrbench.scoring.ehrsql2022` | glee4810/EHRSQL `evaluate.py` (F1_ans, F1_exe) |
 | `ehrchatqa` | `ehrbench.scoring.ehrchatqa` | glee4810/EHR-ChatQA `src/envs/base.py` (IncreQA, AdaptQA) |
 | `fhir_agentbench` | `ehrbench.scoring.fhir_agentbench` | FHIR-AgentBench (answer correctness, retrieval P/R) |
+| `ehrnoteqa` | `ehrbench.scoring.ehrnoteqa` | ji-youn-kim/EHRNoteQA `src/evaluation/` (the judge's verdict) |
+
+(`ehrnoteqa` is not yet a trial protocol of `score_trial`: the `noteqa` suite is not built.)
 
 Public API:
 

@@ -1,0 +1,61 @@
+"""Protocol `ehrnoteqa`: EHRNoteQA's verdict on one answer (docs/benchmarks.md#ehrnoteqa-accuracy), from
+ji-youn-kim/EHRNoteQA `src/evaluation/evaluate.py`: a judge model (published: gpt-4-1106-preview, temperature 0, one
+call, at most 600 tokens) reads the answer beside the correct option, for multiple-choice too, and says "yes"/"no"
+(multiple-choice) or "Score: 1"/"Score: 0" (open-ended). A reply that says neither is wrong.
+
+`votes` > 1 asks the judge that many times and takes the majority of its verdicts (a tie, or unread replies, are
+wrong); the published protocol is one vote. Without a judge model, ehrbench stands in with a recorded `method`:
+multiple-choice reads the first standalone letter A-E of the answer (`letter`); open-ended asks that the correct
+option's text appear in the answer, case and spacing aside (`match`). Neither is the published judge: results say
+which was used."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ehrbench.llm.tool_chat import ToolChatModel, Usage
+from ehrbench.noteqa.published import LETTERS, MAX_NEW_TOKENS, Format, judge_prompt, judge_verdict
+
+_LETTER = re.compile(r"\b([A-E])\b")
+
+
+@dataclass(frozen=True)
+class NoteQaJudgement:
+    correct: bool
+    method: str  # error | no_answer | llm | letter | match
+    replies: tuple[str, ...]  # the judge's replies, as it wrote them
+    usage: Usage
+
+
+def published_correct(kind: Format, *, answer_text: str | None, question: str, notes: str, choices: Sequence[str],
+                      answer: str, model: ToolChatModel | None = None, votes: int = 1,
+                      error: str | None = None) -> NoteQaJudgement:
+    """The verdict on `answer_text` (the evaluated model's free text) for a question whose correct option is the
+    letter `answer`. `notes` is the question's notes block (the open-ended judge reads it)."""
+    if votes < 1:
+        raise ValueError(f"judge votes must be >= 1, got {votes}")
+    if error:
+        return NoteQaJudgement(False, "error", (), Usage())
+    if answer_text is None or not answer_text.strip():
+        return NoteQaJudgement(False, "no_answer", (), Usage())
+    if model is None:
+        if kind == "multichoice":
+            found = _LETTER.search(answer_text)
+            return NoteQaJudgement(found is not None and found.group(1) == answer, "letter", (), Usage())
+        correct_text = _plain(choices[LETTERS.index(answer)])
+        return NoteQaJudgement(bool(correct_text) and correct_text in _plain(answer_text), "match", (), Usage())
+    request = judge_prompt(kind, output=answer_text, question=question, notes=notes, choices=choices, answer=answer)
+    replies, usage, right = [], Usage(), 0
+    for _ in range(votes):
+        turn = model.chat([{"role": "user", "content": request}], [], temperature=0.0, max_tokens=MAX_NEW_TOKENS)
+        usage += turn.usage
+        reply = (turn.text or "").strip()
+        replies.append(reply)
+        right += judge_verdict(kind, reply) is True
+    return NoteQaJudgement(right * 2 > votes, "llm", tuple(replies), usage)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().split())
