@@ -94,3 +94,38 @@ def test_the_notes_read_as_mimic_iv_note_files(notes_warehouse, tmp_path):
     assert [re.search(r"Admission ID : (\d+)", note).group(1) for note in notes] == [str(h) for h in hadms[:2]]
     assert all(note.startswith(f"Patient ID : {subject}\n") for note in notes)
     assert all("\n \n" not in note and "  " not in note for note in notes)  # cleaned
+
+
+def test_template_questions_ask_what_the_admissions_notes_state(notes_warehouse):
+    """One question per patient over their first three notes; the correct option is read back from the admission's
+    own note section, independently of the facts table the generator used."""
+    from ehrbench.noteqa.generation import AdmissionFacts, generate_questions
+
+    facts = [AdmissionFacts(*row) for row in rows(notes_warehouse, """
+        select subject_id, hadm_id, note_seq, dischtime, length_of_stay_days, principal_diagnosis, first_abnormal_lab,
+               discharge_location
+        from int_notes__mimic_iv.int_notes__mimic_iv__admission_facts""")]
+    texts = {hadm: text for hadm, text in rows(notes_warehouse, "select hadm_id, text from notes__mimic_iv.discharge")}
+    notes: dict[int, list[tuple[str, str]]] = {}
+    for note_id, subject, _hadm, text in rows(notes_warehouse, "select note_id, subject_id, hadm_id, text "
+                                                               "from notes__mimic_iv.discharge order by note_seq"):
+        notes.setdefault(subject, []).append((note_id, text))
+    questions = generate_questions(facts, notes, seed=0)
+    assert len(questions) >= 0.9 * len(notes)
+    assert {q["template"] for q in questions} == {"principal_diagnosis", "length_of_stay", "first_abnormal_lab",
+                                                  "discharge_location"}
+
+    def section(text: str, title: str) -> str:
+        return text.split(f"\n{title}\n", 1)[1].split("\n", 1)[0]
+
+    for item in questions:
+        text, correct = texts[item["hadm_id"]], item[f"choice_{item['answer']}"]
+        stated = {"principal_diagnosis": section(text, "Chief Complaint:"),
+                  "discharge_location": section(text, "Discharge Disposition:"),
+                  "length_of_stay": re.search(r"Hospitalized for (\d+) days", text).group(1),
+                  "first_abnormal_lab": section(text, "Pertinent Results:")}[item["template"]]
+        if item["template"] == "first_abnormal_lab":
+            assert f" {correct} " in stated
+        else:
+            assert correct == stated
+        assert item["num_notes"] == min(3, len(notes[item["patient_id"]]))

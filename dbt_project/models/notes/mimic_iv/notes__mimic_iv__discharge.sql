@@ -4,108 +4,13 @@
 -- discharge time's date at midnight, text in the sections of a MIMIC-IV discharge summary). For tests and demos
 -- without credentialed notes (docs/benchmarks.md#synthetic-discharge-summaries): every sentence is written from the
 -- admission's structured rows, so every fact in a note can be checked against the database, and the text says it is
--- synthetic on its first line.
-with admissions as (
-
-    select
-        a.subject_id,
-        a.hadm_id,
-        a.admittime,
-        a.dischtime,
-        a.admission_type,
-        a.admission_location,
-        a.discharge_location,
-        p.gender,
-        row_number() over (partition by a.subject_id order by a.admittime, a.hadm_id) as note_seq
-    from {{ ref('stg_mimic_iv__admissions') }} as a
-    inner join {{ ref('stg_mimic_iv__patients') }} as p using (subject_id)
-    where a.dischtime is not null
-
-),
-
-diagnoses as (
-
-    select
-        d.hadm_id,
-        string_agg(d.seq_num || '. ' || coalesce(t.long_title, 'ICD-' || d.icd_version || ' ' || d.icd_code), chr(10)
-                   order by d.seq_num) as listed,
-        arg_min(coalesce(t.long_title, 'ICD-' || d.icd_version || ' ' || d.icd_code), d.seq_num) as principal
-    from {{ ref('stg_mimic_iv__diagnoses_icd') }} as d
-    left join {{ ref('stg_mimic_iv__d_icd_diagnoses') }} as t using (icd_code, icd_version)
-    group by d.hadm_id
-
-),
-
-procedures as (
-
-    select
-        p.hadm_id,
-        string_agg('- ' || coalesce(t.long_title, 'ICD-' || p.icd_version || ' ' || p.icd_code)
-                   || ' (' || strftime(p.chartdate, '%Y-%m-%d') || ')', chr(10) order by p.seq_num) as listed
-    from {{ ref('stg_mimic_iv__procedures_icd') }} as p
-    left join {{ ref('stg_mimic_iv__d_icd_procedures') }} as t using (icd_code, icd_version)
-    group by p.hadm_id
-
-),
-
-medications as (
-
-    select
-        hadm_id,
-        string_agg(position || '. ' || drug || coalesce(' ' || dose_val_rx || ' ' || dose_unit_rx, '')
-                   || coalesce(' ' || route, ''), chr(10) order by position) as listed
-    from (
-        select
-            hadm_id, drug, dose_val_rx, dose_unit_rx, route,
-            row_number() over (partition by hadm_id order by min_start, drug) as position
-        from (
-            select hadm_id, drug, dose_val_rx, dose_unit_rx, route, min(starttime) as min_start
-            from {{ ref('stg_mimic_iv__prescriptions') }}
-            where drug is not null
-            group by all
-        )
-    )
-    group by hadm_id
-
-),
-
-abnormal_labs as (
-
-    -- the admission's abnormal results, first ten by time
-    select
-        hadm_id,
-        string_agg(strftime(charttime, '%Y-%m-%d %H:%M') || ' ' || label || ' ' || value
-                   || coalesce(' ' || valueuom, '') || ' (abnormal)', chr(10) order by charttime, label) as listed
-    from (
-        select l.hadm_id, l.charttime, i.label, l.value, l.valueuom,
-               row_number() over (partition by l.hadm_id order by l.charttime, i.label, l.labevent_id) as position
-        from {{ ref('stg_mimic_iv__labevents') }} as l
-        inner join {{ ref('stg_mimic_iv__d_labitems') }} as i using (itemid)
-        where l.hadm_id is not null and l.flag = 'abnormal' and l.value is not null
-    )
-    where position <= 10
-    group by hadm_id
-
-),
-
-icu as (
-
-    select
-        hadm_id,
-        string_agg('ICU stay in ' || first_careunit || ' from ' || strftime(intime, '%Y-%m-%d')
-                   || ' to ' || coalesce(strftime(outtime, '%Y-%m-%d'), 'an unknown date') || '.', ' '
-                   order by intime) as listed
-    from {{ ref('stg_mimic_iv__icustays') }}
-    group by hadm_id
-
-)
-
+-- synthetic on its first line. The facts come from int_notes__mimic_iv__admission_facts.
 select
     a.subject_id || '-DS-' || a.note_seq as note_id,
     a.subject_id,
     a.hadm_id,
     'DS' as note_type,
-    cast(a.note_seq as integer) as note_seq,
+    a.note_seq,
     cast(cast(a.dischtime as date) as timestamp) as charttime,
     a.dischtime as storetime,
     concat_ws(chr(10),
@@ -119,30 +24,29 @@ select
         'Sex:   ' || coalesce(a.gender, '___'),
         ' ',
         'Chief Complaint:',
-        coalesce(d.principal, 'Not recorded.'),
+        coalesce(a.principal_diagnosis, 'Not recorded.'),
         ' ',
         'Major Surgical or Invasive Procedure:',
-        coalesce(p.listed, 'None'),
+        coalesce(a.procedures_listed, 'None'),
         ' ',
         'History of Present Illness:',
         'Admitted as ' || coalesce(lower(a.admission_type), 'an unknown type of admission') || ' from '
             || coalesce(lower(a.admission_location), 'an unknown location') || '.',
         ' ',
         'Pertinent Results:',
-        coalesce(l.listed, 'No abnormal laboratory results.'),
+        coalesce(a.abnormal_labs_listed, 'No abnormal laboratory results.'),
         ' ',
         'Brief Hospital Course:',
-        'Hospitalized for ' || date_diff('day', a.admittime, a.dischtime) || ' days. '
-            || coalesce(icu.listed, 'No ICU stay.'),
+        'Hospitalized for ' || a.length_of_stay_days || ' days. ' || coalesce(a.icu_listed, 'No ICU stay.'),
         ' ',
         'Medications Given During Admission:',
-        coalesce(m.listed, 'None'),
+        coalesce(a.medications_listed, 'None'),
         ' ',
         'Discharge Disposition:',
         coalesce(a.discharge_location, 'Unknown'),
         ' ',
         'Discharge Diagnosis:',
-        coalesce(d.listed, 'Not recorded.'),
+        coalesce(a.diagnoses_listed, 'Not recorded.'),
         ' ',
         'Discharge Instructions:',
         'Please follow up with your doctor as instructed.',
@@ -150,9 +54,4 @@ select
         'Followup Instructions:',
         '___'
     ) as text
-from admissions as a
-left join diagnoses as d using (hadm_id)
-left join procedures as p using (hadm_id)
-left join medications as m using (hadm_id)
-left join abnormal_labs as l using (hadm_id)
-left join icu using (hadm_id)
+from {{ ref('int_notes__mimic_iv__admission_facts') }} as a
