@@ -70,8 +70,9 @@ TEMPLATES: tuple[Template, ...] = (
 
 def generate_questions(facts: Sequence[AdmissionFacts], notes: Mapping[int, Sequence[tuple[str, str]]], *,
                        seed: int) -> list[dict]:
-    """One question per patient that has notes. `notes`: per subject_id, its (note_id, headed note text) in charttime
-    order (`ehrbench.noteqa.records.DischargeNote.with_header`); `facts`: every admission (the distractor pools)."""
+    """One question per patient that has notes. `notes`: per subject_id, its (note_id, note text) in charttime order,
+    of which the first three are asked over; `facts`: every admission (the distractor pools), matched to its note by
+    the synthetic note id `<subject_id>-DS-<note_seq>`."""
     by_patient: dict[int, list[AdmissionFacts]] = {}
     for row in sorted(facts, key=lambda f: (f.subject_id, f.note_seq)):
         by_patient.setdefault(row.subject_id, []).append(row)
@@ -89,7 +90,8 @@ def generate_questions(facts: Sequence[AdmissionFacts], notes: Mapping[int, Sequ
 
 def _patient_question(subject_id: int, admissions: list[AdmissionFacts], notes: list[tuple[str, str]],
                       pools: dict[str, list[str]], rng: np.random.Generator) -> dict | None:
-    asked = admissions[:len(notes)]
+    by_note_id = {f"{row.subject_id}-DS-{row.note_seq}": row for row in admissions}
+    asked = [by_note_id[note_id] for note_id, _ in notes if note_id in by_note_id]
     if not asked:
         return None
     text = notes_block([note for _, note in notes])
