@@ -15,6 +15,8 @@ from datetime import date, timedelta
 
 import numpy as np
 
+from ehrbench.ehrsql.sampling import draw_first_years
+
 SECONDS_PER_DAY = 86400
 
 
@@ -33,17 +35,13 @@ def draw_admit_dates(rng: np.random.Generator, rows: Iterable[tuple], *, start_y
 
     Returns (uniquepid, hospitaldischargeyear, visit_seq, sampled_first_year, hospitaladmitdate) per stay.
     """
-    weights = np.arange(1, time_span + 2)
-    prob = weights / weights.sum()
-    years = range(start_year, start_year + time_span + 1)
-
     by_patient: dict[tuple, list[tuple]] = {}
     for uniquepid, order, year, first_year, visits, reached in rows:
         by_patient.setdefault((order, uniquepid), []).append((year, first_year, visits, reached))
 
     drawn = []
     for (_, uniquepid), patient_years in sorted(by_patient.items()):
-        sampled_first_year = int(rng.choice(years, p=prob))
+        sampled_first_year = draw_first_years(rng, 1, start_year, time_span)[0]
         for year, first_year, visits, reached in sorted(patient_years):
             if not reached:
                 continue
