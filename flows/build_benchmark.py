@@ -1,12 +1,12 @@
-"""build-benchmark: the whole pipeline, one subflow per stage ([n/8] in each stage's module and progress line).
+"""build-benchmark: the whole pipeline, one subflow per stage ([n/9] in each stage's module and progress line).
 
-    [1/8] ingest (flows/ingest.py) → [2/8] transform (dbt staging) → [3/8] validate (GX)
-      → [4/8] databases (dbt profiles, export; flows/databases.py)
-      → [5/8] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
-      → [6/8] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
-      → [7/8] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
+    [1/9] ingest (flows/ingest.py) → [2/9] transform (dbt staging) → [3/9] validate (GX)
+      → [4/9] databases (dbt profiles, export; flows/databases.py)
+      → [5/9] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
+      → [6/9] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
+      → [7/9] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
         flows/dq.py)
-      → [8/8] publish (manifest.json, atomic rename, `latest`)
+      → [9/9] publish (manifest.json, atomic rename, `latest`)
 
 The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
 Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
@@ -29,6 +29,7 @@ from ehrbench.build_summary import (
     dq_detail,
     fhir_detail,
     ingest_detail,
+    noteqa_detail,
     questions_detail,
     stage_line,
     summary_lines,
@@ -49,6 +50,7 @@ from flows.databases import build_databases
 from flows.dq import build_audit_tasks
 from flows.fhir_view import build_fhir
 from flows.ingest import ingest
+from flows.noteqa import build_note_questions
 from flows.prefect_api import announce, artifact_url, markdown_artifact
 from flows.publish import publish_build
 from flows.questions import build_questions
@@ -144,13 +146,17 @@ def build_benchmark(
                 dq_run, audit_tasks = build_audit_tasks(layout, build_dir, dbt_vars, parameters.seed, parameters.dq,
                                                         logs)
                 done(dq_detail(audit_tasks))
+            with stage("noteqa") as done:
+                notes_run, note_questions = build_note_questions(layout, build_dir, dbt_vars, parameters.seed,
+                                                                 parameters.questions.max_quarantine_share, logs)
+                done(noteqa_detail(note_questions))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
-                                         [*dbt_runs, profile_run, fhir_run, dq_run], validation, row_counts,
-                                         stages, dbt_vars.to_dbt_vars(), databases, fhir, question_sets,
-                                         audit_tasks)
+                                         [*dbt_runs, profile_run, fhir_run, dq_run, notes_run], validation,
+                                         row_counts, stages, dbt_vars.to_dbt_vars(), databases, fhir, question_sets,
+                                         audit_tasks, note_questions)
             with stage("publish") as done:
                 folder = publish_build(layout, manifest)
                 done(folder)
@@ -172,4 +178,5 @@ def stage_artifacts() -> dict[str, str]:
 STAGE_ARTIFACTS = (("ingest", "ingest-summary"), ("ingest", "ingest-files"), ("transform", "transform-dbt"),
                    ("validate", "validation-summary"), ("validate", "validation-results"), ("databases", "databases"),
                    ("fhir", "fhir"), ("questions", "questions"), ("questions", "questions-validation"),
-                   ("questions", "questions-data-docs"), ("dq", "dq-tasks"), ("publish", "build-published"))
+                   ("questions", "questions-data-docs"), ("dq", "dq-tasks"), ("noteqa", "noteqa"),
+                   ("noteqa", "noteqa-validation"), ("publish", "build-published"))

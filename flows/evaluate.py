@@ -79,6 +79,7 @@ def evaluate_agents(
     transient_retries: int = 2,
     retry_delay_s: float = 30.0,
     judge_model: str | None = None,
+    judge_votes: int = 1,
     dask_address: str | None = None,
     report: bool = True,
     report_dir: str | None = None,
@@ -100,7 +101,7 @@ def evaluate_agents(
             suites=suites, tasksets=tasksets or [], agents=agents, trials=trials, limit=limit, seed=seed,
             run_id=run_id, run_prefix=run_prefix, batch_size=batch_size,
             concurrency_per_endpoint=concurrency_per_endpoint, transient_retries=transient_retries,
-            retry_delay_s=retry_delay_s)
+            retry_delay_s=retry_delay_s, judge_votes=judge_votes)
     logger = get_run_logger()
     configs = parse_agents(agents, agent_options)
     layout = DataLayout(root=Path(data_dir).resolve() if data_dir else default_data_dir())
@@ -121,8 +122,8 @@ def evaluate_agents(
     run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
     tally = TrialTally(len(plan.pending), log=lambda count: logger.info(count.describe()), log_every_s=ANNOUNCE_S)
     for batch in plan.batches(batch_size):  # one agent per batch: one endpoint, one limit
-        store.write(run_batch(run_one, batch, build_id, store, judge_model, concurrency_per_endpoint, dask_address,
-                              tally))
+        store.write(run_batch(run_one, batch, build_id, store, (judge_model, judge_votes), concurrency_per_endpoint,
+                              dask_address, tally))
     announce(f"trials done: {tally.describe()}; results in {store.folder}")
     table_artifact(key=METRICS_ARTIFACT, table=[rounded(row) for row in metric_table_by_taskset(store.folder)],
                    description=f"Metrics of run {store.run_id} on build {build_id}")

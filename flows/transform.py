@@ -1,4 +1,4 @@
-"""[2/8] transform: `dbt build` of the staging models (typed, cleaned sources with YAML tests); artifact
+"""[2/9] transform: `dbt build` of the staging models (typed, cleaned sources with YAML tests); artifact
 `transform-dbt`."""
 
 from __future__ import annotations

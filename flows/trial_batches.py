@@ -35,9 +35,10 @@ def _retry_transient(task, task_run, state) -> bool:
 
 @task(name="run-trial", cache_policy=NONE, retry_condition_fn=_retry_transient,
       task_run_name="{agent.name}/{task.view.suite}/{task.view.task_id}/{trial}")
-def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, store: ResultStore, judge_model: str | None,
-               limit_name: str | None) -> dict:
-    judge = _answer_judge(judge_model)
+def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, store: ResultStore,
+               judge: tuple[str | None, int], limit_name: str | None) -> dict:
+    """`judge`: the judge model's spec (None: no model) and the votes the noteqa judge takes."""
+    judge = _answer_judge(*judge)
     with ExitStack() as held:
         if limit_name is not None:  # strict: a missing limit must not silently unthrottle
             held.enter_context(concurrency(limit_name, occupy=1, strict=True, lease_duration=SLOT_LEASE_S))
@@ -46,14 +47,14 @@ def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, store: R
     return row
 
 
-def run_batch(run_one, batch: Batch, build_id: str, store: ResultStore, judge_model: str | None, slots: int,
+def run_batch(run_one, batch: Batch, build_id: str, store: ResultStore, judge: tuple[str | None, int], slots: int,
               dask_address: str | None, tally: TrialTally) -> list[dict]:
     """The rows of `batch`, its trials mapped over `run_one` (trial_task with the run's retries), with up to `slots`
     of them holding the batch's endpoint limit at a time."""
     trials, limit_name = batch.trials, batch.limit
     parameters = {"agent": [a for a, _, _ in trials], "task": [t for _, t, _ in trials],
                   "trial": [k for _, _, k in trials], "build_id": unmapped(build_id), "store": unmapped(store),
-                  "judge_model": unmapped(judge_model), "limit_name": unmapped(limit_name if dask_address else None)}
+                  "judge": unmapped(judge), "limit_name": unmapped(limit_name if dask_address else None)}
     if dask_address:
         from prefect_dask import DaskTaskRunner
 
@@ -79,5 +80,5 @@ def _collect(futures, trials: list[Trial], build_id: str, tally: TrialTally) -> 
 
 
 @cache
-def _answer_judge(judge_model: str | None) -> AnswerJudge:
-    return AnswerJudge(tool_chat_model(judge_model) if judge_model else None)
+def _answer_judge(judge_model: str | None, votes: int = 1) -> AnswerJudge:
+    return AnswerJudge(tool_chat_model(judge_model) if judge_model else None, votes)

@@ -10,6 +10,10 @@ In chatqa it is a published-protocol EHR-ChatQA agent (ehrbench.agents.llm_agent
 reads the conversation): it explores, runs the gold SQL with sql_execute (what IncreQA scores), then tells the user
 the result — for AdaptQA the first column's values inside <answer></answer>, as the grading rules ask (what AdaptQA
 scores) — and the user ends the conversation.
+
+In noteqa it answers EHRNoteQA's prompt (no system message; the notes' "Patient ID : …" header names the question)
+with the correct option, "<letter>. <text>" as the prompt shows it for multiple-choice, the text for open-ended; as
+EHRNoteQA's judge it says "yes" / "Score: 1" exactly when the output holds the correct option's text.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ class GoldPolicy:
                 self.instructions.setdefault(r["question"], []).append(r["question_id"])
         with duckdb.connect(str(build_dir / "fhir" / "resources.duckdb"), read_only=True) as con:
             self.resource_types = dict(con.execute("select id, resource_type from resources").fetchall())
+        noteqa = build_dir / "noteqa" / "questions.parquet"
+        self.note_questions = ({r["patient_id"]: r for r in pq.read_table(noteqa).to_pylist()}
+                               if noteqa.is_file() else {})
         self.dq_labels = {}
         for labels in (build_dir / "dq").glob("*/gold/labels.parquet"):
             instruction = (labels.parent.parent / "instruction.md").read_text()
@@ -53,6 +60,10 @@ class GoldPolicy:
     def __call__(self, request: Request) -> Reply:
         messages = request.body["messages"]
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        if not system and _first_user(messages).startswith("Discharge Summary :"):
+            return self._note_reader(_first_user(messages))
+        if not system and _first_user(messages).startswith("Your task is to evaluate the provided model output"):
+            return self._note_judge(_first_user(messages))
         if system == VERIFIER_PROMPT:
             return Reply(text='{"ok": true, "feedback": ""}')
         if system == VALIDATOR_PROMPT:
@@ -126,6 +137,24 @@ class GoldPolicy:
         patient = re.search(r"FHIR Patient id is (\S+?)\.", messages[0]["content"]).group(1)
         return tuple(("get_resources_by_patient", {"resource_type": kind, "patient_id": patient})
                      for kind in sorted({self.resource_types[i] for i in ids}))
+
+    def _note_reader(self, prompt: str) -> Reply:
+        question = self.note_questions[int(re.search(r"^Patient ID : (\d+)$", prompt, re.M).group(1))]
+        correct = question[f"choice_{question['answer']}"]
+        if "\nChoices :\n" not in prompt:
+            return Reply(text=correct)
+        shown = re.search(rf"^([A-E])\. {re.escape(correct)}$", prompt.split("\nChoices :\n", 1)[1], re.M)
+        return Reply(text=f"{shown.group(1)}. {correct}")
+
+    @staticmethod
+    def _note_judge(prompt: str) -> Reply:
+        if "\n- Model Output:\n\n" in prompt:  # open-ended
+            correct = prompt.split("\n- Correct Answer: ", 1)[1].split("\n\n- Model Output:", 1)[0]
+            output = prompt.split("\n- Model Output:\n\n", 1)[1].split("\n\nOutput format:", 1)[0]
+            return Reply(text=f"Score: {int(correct in output)}\nReasoning: compared with the correct answer")
+        output = prompt.split("Model Output:\n", 1)[1].split("\n\nAnswer Choices:", 1)[0]
+        correct = prompt.split("Correct Answer:\n", 1)[1].split("\n\n", 1)[0].split(". ", 1)[1]
+        return Reply(text="yes" if correct in output else "no")
 
     def _auditor(self, system: str, messages: list[dict]) -> Reply:
         instruction = system.split("The audit instruction:\n", 1)[1]

@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ehrbench.manifest import Manifest
-from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, QuestionsEntry
+from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, NoteQaEntry, QuestionsEntry
 from ehrbench.sources.ingest import ReleaseIngest
 from ehrbench.transform import DbtRun
 from ehrbench.validation import SuiteResult
 
-STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "publish")
+STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "noteqa", "publish")
 NEXT_STEPS = (
     ("uv run ehrbench evaluate --agent oracle --limit 20", "score a baseline on every suite"),
     ("make report", "that run's dashboard (reports/site/)"),
@@ -23,7 +23,7 @@ NEXT_STEPS = (
 
 
 def stage_line(name: str, seconds: float, detail: str) -> str:
-    """`[3/8] validate     12.4 s  2 suites, 412 expectations, 0 failed`."""
+    """`[3/9] validate     12.4 s  2 suites, 412 expectations, 0 failed`."""
     position = f"[{STAGES.index(name) + 1}/{len(STAGES)}]" if name in STAGES else "[-]"
     return f"{position} {name:<10} {seconds:6.1f} s  {detail}"
 
@@ -84,6 +84,13 @@ def dq_detail(dq: DqEntry | Mapping) -> str:
     return f"{len(tasks)} audit tasks, {sum(task.clusters for task in tasks):,} errors injected"
 
 
+def noteqa_detail(noteqa: NoteQaEntry | Mapping) -> str:
+    noteqa = NoteQaEntry.model_validate(noteqa)
+    levels = ", ".join(f"{n:,} {level}" for level, n in sorted(noteqa.by_level.items()))
+    return (f"{noteqa.kept:,} note questions ({levels}) over {noteqa.notes:,} {noteqa.notes_source} notes, "
+            f"{noteqa.quarantined} quarantined")
+
+
 def _by_suite(questions: QuestionsEntry) -> Counter:
     """Questions kept per suite (the manifest counts them per suite and database)."""
     by_suite = Counter()
@@ -120,8 +127,10 @@ def _facts(manifest: Manifest, folder: Path, logs: Path | None) -> list[tuple[st
         ("folder", [str(folder)]),
         ("databases", [f"{', '.join(manifest.databases)} (db/: DuckDB and SQLite)"]),
         ("suites", [", ".join(f"{by_suite[s]:,} {s}" for s in ("ehrsql", "fhir", "chatqa") if by_suite[s])
-                    + f", {len(dq.tasks)} dq tasks; {questions.quarantined} questions "
-                    "quarantined"]),
+                    + f", {len(dq.tasks)} dq tasks"
+                    + (f", {manifest.noteqa.kept:,} noteqa over {manifest.noteqa.notes_source.upper()} notes"
+                       if manifest.noteqa.notes_source else "")
+                    + f"; {questions.quarantined + manifest.noteqa.quarantined} questions quarantined"]),
         ("checks", [f"dbt {sum(dbt_counts.values())} nodes ({_counts(dbt_counts)}); GX {checks - failed}/{checks} "
                     f"expectations met; FHIR {manifest.fhir.validated:,} resources valid"]),
     ]

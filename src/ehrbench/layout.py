@@ -6,7 +6,8 @@ the FHIR endpoint and other people's tools read them. tests/unit/test_layout.py 
 
     <data dir>/                        DataLayout
       raw/  warehouse.duckdb  build.lock  dbt/  logs/<build_id>/  results/run_id=<id>/
-      tasksets/<name>/                 TaskSetLayout: manifest.json, tasks.parquet (hidden: gold); written as
+      tasksets/<name>/                 TaskSetLayout: manifest.json, tasks.parquet (hidden: gold), notes.parquet
+                                       (note QA: the notes asked over); written as
                                        tasksets/.<name>.<hex>.tmp/ and renamed into place
       benchmarks/<build_id>/           BuildLayout (while it is written: <build_id>.tmp/), latest -> newest good build
         manifest.json
@@ -22,6 +23,11 @@ the FHIR endpoint and other people's tools read them. tests/unit/test_layout.py 
         reports/gx/index.html                                                authors' (served over HTTP)
         dq/<task_id>/instruction.md, data/<table>.csv.gz                     agent-facing
         dq/<task_id>/gold/labels.parquet, gold/task.json                     hidden
+        noteqa/questions.parquet                                             hidden (gold; tasks are served from it)
+        noteqa/notes.parquet | noteqa/synthetic_notes.parquet                agent-facing (the notes asked over)
+        exports/ehrnoteqa/EHRNoteQA.jsonl, …/note/discharge.csv.gz             hidden (gold, EHRNoteQA's formats;
+                                                                             …/synthetic_note/ for synthetic notes)
+        quarantine/noteqa.parquet                                            hidden (authors')
 
 This module imports nothing of ehrbench: every other part may use it.
 """
@@ -206,6 +212,35 @@ class BuildLayout:
         """`reports/gx/index.html`: the Data Docs' front page."""
         return self.gx_docs / "index.html"
 
+    # --- note QA (stage noteqa) -----------------------------------------------------------------------------------
+
+    @property
+    def noteqa(self) -> Path:
+        """`noteqa/`: the note questions and the discharge summaries they are asked over."""
+        return self.root / "noteqa"
+
+    @property
+    def noteqa_questions(self) -> Path:
+        """`noteqa/questions.parquet`: one row per note question in EHRNoteQA's layout, with its gold and provenance
+        (hidden)."""
+        return self.noteqa / "questions.parquet"
+
+    def noteqa_notes(self, synthetic: bool) -> Path:
+        """`noteqa/notes.parquet` (MIMIC-IV-Note) or `noteqa/synthetic_notes.parquet` (written by ehrbench): the
+        discharge summaries the questions are asked over, in MIMIC-IV-Note's columns (agent-facing)."""
+        return self.noteqa / ("synthetic_notes.parquet" if synthetic else "notes.parquet")
+
+    @property
+    def ehrnoteqa_export(self) -> Path:
+        """`exports/ehrnoteqa/`: `EHRNoteQA.jsonl` and `note/discharge.csv.gz` (`synthetic_note/` for synthetic
+        notes), the files EHRNoteQA's own preprocessing reads (hidden)."""
+        return self.exports / "ehrnoteqa"
+
+    @property
+    def noteqa_quarantine(self) -> Path:
+        """`quarantine/noteqa.parquet`: the note questions that failed Great Expectations (hidden)."""
+        return self.quarantine / "noteqa.parquet"
+
     # --- data-quality audit tasks (stage dq) -----------------------------------------------------------------------
 
     @property
@@ -243,6 +278,12 @@ class TaskSetLayout:
     def tasks(self) -> Path:
         """`tasks.parquet`: one row per task, in the columns of a build's `questions/questions.parquet`."""
         return self.root / "tasks.parquet"
+
+    @property
+    def notes(self) -> Path:
+        """`notes.parquet`: the notes a note-QA task set's questions are asked over (MIMIC-IV-Note's columns), copied
+        in on import so the evaluation needs no credentialed file."""
+        return self.root / "notes.parquet"
 
 
 class DataLayout(BaseModel):

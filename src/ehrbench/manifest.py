@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, QuestionsEntry
+from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, NoteQaEntry, QuestionsEntry
 from ehrbench.settings import BuildParameters
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ class Manifest(BaseModel):
         "generated questions: settings, counts, files, paraphrasing, FHIR grounding, GX validation and quarantine"))
     dq: DqEntry = Field(default_factory=DqEntry, description=(
         "data-quality audit tasks: recipes, extract rows, tasks with their errors, oracle and rule-auditor scores"))
+    noteqa: NoteQaEntry = Field(default_factory=NoteQaEntry, description=(
+        "note questions (EHRNoteQA-style): notes source (synthetic or MIMIC-IV-Note), counts, files, validation"))
     stages: dict[str, StageTiming] = Field(default_factory=dict)
 
     @property
@@ -83,7 +85,8 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                       validation: Mapping[str, SuiteResult], row_counts: Mapping[str, dict[str, int]],
                       stages: dict[str, StageTiming], profile_vars: dict[str, dict] | None = None,
                       databases: Mapping[str, DatabaseEntry | dict] | None = None, fhir: FhirEntry | dict | None = None,
-                      questions: QuestionsEntry | dict | None = None, dq: DqEntry | dict | None = None) -> Manifest:
+                      questions: QuestionsEntry | dict | None = None, dq: DqEntry | dict | None = None,
+                      noteqa: NoteQaEntry | dict | None = None) -> Manifest:
     """The manifest of a finished build from what its stages reported."""
     return Manifest(
         build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
@@ -101,4 +104,4 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                            "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
                     for name, r in validation.items()},
         stages=dict(stages), profile_vars=profile_vars or {}, databases=databases or {}, fhir=fhir or {},
-        questions=questions or {}, dq=dq or {})
+        questions=questions or {}, dq=dq or {}, noteqa=noteqa or {})

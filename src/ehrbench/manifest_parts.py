@@ -113,3 +113,21 @@ class DqEntry(ManifestPart):
     extract_rows: dict[str, int] = Field(default_factory=dict, description="Audit extract table → rows.")
     tasks: list[AuditTaskEntry] = Field(default_factory=list)
     calibration: list[CalibrationEntry] = Field(default_factory=list)
+
+
+class NoteQaEntry(ManifestPart):
+    """`noteqa`: the note questions (EHRNoteQA-style) and the discharge summaries they are asked over."""
+
+    notes_source: str | None = Field(None, description=(
+        "synthetic (written by ehrbench from structured rows, labelled so) or mimic_iv_note."))
+    notes: int = Field(0, description="Discharge summaries available.")
+    patients_with_notes: int = 0
+    generated: int = 0
+    kept: int = 0
+    quarantined: int = 0
+    seed: int | None = None
+    files: dict[str, Any] = Field(default_factory=dict, description="Questions, notes, exports and quarantine files.")
+    by_level: dict[str, int] = Field(default_factory=dict, description="Level1 / Level2 → questions kept.")
+    by_num_notes: dict[str, int] = Field(default_factory=dict, description="Notes asked over → questions kept.")
+    by_template: dict[str, int] = Field(default_factory=dict, description="Template → questions kept.")
+    validation: dict[str, Any] = Field(default_factory=dict, description="Great Expectations summary.")

@@ -146,6 +146,8 @@ class EvaluationParameters(BaseModel):
     transient_retries: int = Field(2, ge=0, le=10, description="Retries of a trial stopped by a transient failure.")
     retry_delay_s: float = Field(30.0, ge=0, le=3600, description=(
         "Seconds between retries of a trial; rate-limit windows are a minute, an hour stalls a run enough"))
+    judge_votes: int = Field(1, ge=1, le=15, description=(
+        "Times the noteqa judge is asked per answer, the majority deciding (EHRNoteQA asks once)"))
 
     @field_validator("suites")
     @classmethod

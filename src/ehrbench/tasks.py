@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-SUITES = ("ehrsql", "chatqa", "fhir", "dq")
+SUITES = ("ehrsql", "chatqa", "fhir", "dq", "noteqa")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,13 @@ class TaskView:
     # final SQL as that protocol's scorer runs a prediction (ehrbench.scoring.prediction_sql)
     protocol: str | None = None
     current_time: str | None = None
+    # noteqa (EHRNoteQA): the headed notes block the question is asked over, the five options as shown (file order,
+    # or a trial's shuffle: option_order[i] is the file position of shown option i), and the answer format
+    notes: str | None = None
+    choices: tuple[str, ...] = ()
+    qa_format: str | None = None  # multichoice | openended
+    option_seed: int | None = None  # the evaluation's seed, which a trial's option shuffle draws from
+    option_order: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,8 @@ class Gold:
     sql: str | None = None
     fhir_ids: tuple[str, ...] = ()
     fhir_types: tuple[str, ...] = ()  # the resource type of each of fhir_ids, when known (imported task sets)
-    published_answer: str | None = None  # an imported task's answer as its file writes it (a published judge reads it)
+    published_answer: str | None = None  # an imported task's answer as its file writes it (a published judge reads
+    # it); noteqa: the correct option's letter among the file's options
     dq_task_dir: Path | None = None  # holds gold/labels.parquet
     # the published scoring rules the task is scored by (ehrsql2024 | ehrsql2022 | ehrchatqa | fhir_agentbench);
     # None: the suite's own (a generated suite follows the benchmark it is modelled on)

@@ -59,7 +59,7 @@ def test_the_build_tells_a_person_what_it_does_in_a_screenful(demo_build):
     logs = demo_build["data_dir"] / "logs" / folder.name
     dbt_log = (logs / "dbt.log").read_text()
     assert "START sql" in dbt_log and "\x1b[" not in dbt_log  # every node, without colour codes
-    assert "[8/8] publish" in (logs / "build.log").read_text()
+    assert "[9/9] publish" in (logs / "build.log").read_text()
 
 
 def test_build_publishes_manifest_with_verified_inputs_and_counts(demo_build):
@@ -460,21 +460,21 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(demo_build, cli_
     assert folder == data_dir / "results" / "run_id=it"
     parts = sorted(folder.glob("part-*.parquet"))
     trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet', hive_partitioning = true)").df()
-    # 15 tasks of each question suite + all 12 audit tasks, 2 agents, 2 trials
-    assert len(trials) == 2 * 2 * (3 * 15 + 12) and set(trials["run_id"]) == {"it"}
+    # 15 tasks of each question suite and of noteqa + all 12 audit tasks, 2 agents, 2 trials
+    assert len(trials) == 2 * 2 * (4 * 15 + 12) and set(trials["run_id"]) == {"it"}
     assert (trials["status"] == "completed").all()
     oracle, abstain = trials[trials["agent"] == "oracle"], trials[trials["agent"] == "abstain"]
     assert (oracle["reward"] == 1.0).all()  # the harness's self-check: gold scores 100 % on every suite
-    questions = abstain[abstain["suite"] != "dq"]
+    questions = abstain[~abstain["suite"].isin(["dq", "noteqa"])]
     assert ((questions["reward"] == 1.0) == ~questions["is_answerable"].astype(bool)).all()
-    assert (abstain.loc[abstain["suite"] == "dq", "reward"] == 0.0).all()
+    assert (abstain.loc[abstain["suite"].isin(["dq", "noteqa"]), "reward"] == 0.0).all()  # every note has an answer
 
     metrics = run_cli(["metrics", "--run-id", "it", "--json", "--data-dir", str(data_dir)], cli_env)
     assert metrics.returncode == 0, metrics.stderr
     rows = {(r["agent"], r["suite"]): r for r in map(json.loads, metrics.stdout.splitlines())}
-    assert {suite for _, suite in rows} == {"ehrsql", "chatqa", "fhir", "dq"}
+    assert {suite for _, suite in rows} == {"ehrsql", "chatqa", "fhir", "dq", "noteqa"}
     assert all(rows[("oracle", s)]["success_rate"] == 1.0 and rows[("oracle", s)]["pass^2"] == 1.0
-               for s in ("ehrsql", "chatqa", "fhir", "dq"))
+               for s in ("ehrsql", "chatqa", "fhir", "dq", "noteqa"))
     assert rows[("oracle", "ehrsql")]["RS(N)"] == 1.0 and rows[("oracle", "fhir")]["retrieval_recall"] == 1.0
     assert rows[("abstain", "ehrsql")]["F1_ans"] == 0.0
 
@@ -541,11 +541,12 @@ def test_evaluate_an_llm_agent_through_a_real_model_server(demo_build, cli_env, 
     assert result.returncode == 0, result.stderr[-3000:]
     folder = Path(result.stdout.strip().splitlines()[-1])
     trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()
-    assert len(trials) == 3 * 4 + 4 and (trials["status"] == "completed").all(), trials[["suite", "error"]]
+    assert len(trials) == 4 * 4 + 4 and (trials["status"] == "completed").all(), trials[["suite", "error"]]
     assert (trials["reward"] == 1.0).all(), trials.loc[trials["reward"] != 1.0, ["suite", "task_id", "answer"]]
     assert set(trials["model"]) == {f"openai:scripted@{server.base_url}"}
     assert set(trials["sandbox"]) == {"bubblewrap"}  # every row says how its agent's SQL and Python were isolated
-    assert (trials["tool_calls"] >= 1).all() and (trials["input_tokens"] > 0).all() and requests >= 2 * len(trials)
+    tools = trials[trials["suite"] != "noteqa"]  # EHRNoteQA's protocol is one reply, no tools
+    assert (tools["tool_calls"] >= 1).all() and (trials["input_tokens"] > 0).all() and requests >= 2 * len(tools)
     assert keys == {"Bearer sk-from-a-secret-block"}  # the agent's key came from the Prefect Secret block
     assert "sk-from-a-secret-block" not in "".join(trials["transcript"]) + result.stdout + result.stderr
     chatqa = trials[trials["suite"] == "chatqa"]

@@ -1,33 +1,26 @@
 """Synthetic discharge summaries (dbt model notes__mimic_iv__discharge,
-docs/benchmarks.md#synthetic-discharge-summaries) built by real dbt on the MIMIC-IV demo: MIMIC-IV-Note's layout,
-labelled synthetic, every listed diagnosis checkable against the database, and readable by the EHRNoteQA note reader
-(ehrbench.noteqa.records)."""
+docs/benchmarks.md#synthetic-discharge-summaries) built by real dbt on the MIMIC-IV demo (the demo build's noteqa
+stage): MIMIC-IV-Note's layout, labelled synthetic, every listed diagnosis checkable against the database, and
+readable by the EHRNoteQA note reader (ehrbench.noteqa.records)."""
 
 from __future__ import annotations
 
 import re
-import shutil
 from collections import Counter
 
 import duckdb
 import pytest
 
 from ehrbench.noteqa.records import NoteQuestion, question_notes, read_discharge_notes
-from ehrbench.profiles import profile_vars
-from ehrbench.transform import run_dbt
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def notes_warehouse(fhir_warehouse, tmp_path_factory):
-    """A copy of the session's MIMIC-IV warehouse with the synthetic notes built (model and its YAML tests)."""
-    root = tmp_path_factory.mktemp("notes")
-    warehouse = root / "warehouse.duckdb"
-    shutil.copyfile(fhir_warehouse, warehouse)
-    run = run_dbt(["build", "--select", "notes"], warehouse=warehouse, work_dir=root / "dbt", vars=profile_vars(0))
-    assert run.count("error") == 0 and run.count("fail") == 0, run.summary
-    return warehouse
+def notes_warehouse(demo_build):
+    """The demo build's warehouse as it was right after the build, whose noteqa stage built the synthetic notes (the
+    models and their YAML tests: a failing one fails the build), opened read-only."""
+    return demo_build["snapshot"] / "warehouse.duckdb"
 
 
 def rows(warehouse, sql: str) -> list[tuple]:

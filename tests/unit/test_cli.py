@@ -200,12 +200,13 @@ GEMINI_WITH_URL = ("model spec 'gemini:m@http://h': a Gemini model takes no base
     (["--seed", "4294967296"], "--seed 4294967296: must be between 0 and 4294967295 (seed of the task sample)"),
     (["--suite", "dq", "--suite", "dq"], "--suite ['dq', 'dq']: must name each suite once (suites to evaluate)"),
     (["--agent-option", "max_actions"], "--agent-option: agent option 'max_actions': expected key=value (keys: "
-     "ehrsql_mode, fhir_variant, fhir_base_url, max_actions, temperature, max_tokens, timeout_s, max_retries, "
+     "ehrsql_mode, fhir_variant, fhir_base_url, max_actions, temperature, max_tokens, context_tokens, timeout_s, "
+     "max_retries, "
      "sql_timeout_s, user_model, validator_model, user_reruns, max_user_turns, embedding_model, "
      "value_search_synonyms, web_search, api_key_env, api_key_secret)"),
     (["--judge-model", "gemini:m@http://h"], f"--judge-model: {GEMINI_WITH_URL}"),
     (["--suite", "ehrsql", "--suite", "sql"],
-     "--suite: unknown suite 'sql'; expected some of ehrsql, chatqa, fhir, dq"),
+     "--suite: unknown suite 'sql'; expected some of ehrsql, chatqa, fhir, dq, noteqa"),
     (["--run-id", ""], _bad_run_id("--run-id", "")),
     (["--run-id", "../x"], _bad_run_id("--run-id", "../x")),
     (["--run-id", "a/b"], _bad_run_id("--run-id", "a/b")),

@@ -38,6 +38,12 @@ def test_every_path_of_a_build_folder_is_the_one_published_builds_hold():
         "gx_docs": build.gx_docs,
         "gx_index": build.gx_index,
         "dq": build.dq,
+        "noteqa": build.noteqa,
+        "noteqa_questions": build.noteqa_questions,
+        "noteqa_notes": build.noteqa_notes(False),
+        "noteqa_synthetic_notes": build.noteqa_notes(True),
+        "ehrnoteqa_export": build.ehrnoteqa_export,
+        "noteqa_quarantine": build.noteqa_quarantine,
     }.items()} == {
         "manifest": "manifest.json",
         "owner": ".owner.json",
@@ -60,6 +66,12 @@ def test_every_path_of_a_build_folder_is_the_one_published_builds_hold():
         "gx_docs": "reports/gx",
         "gx_index": "reports/gx/index.html",
         "dq": "dq",
+        "noteqa": "noteqa",
+        "noteqa_questions": "noteqa/questions.parquet",
+        "noteqa_notes": "noteqa/notes.parquet",
+        "noteqa_synthetic_notes": "noteqa/synthetic_notes.parquet",
+        "ehrnoteqa_export": "exports/ehrnoteqa",
+        "noteqa_quarantine": "quarantine/noteqa.parquet",
     }
     assert [relative(p) for p in build.database_files("ehrsql2024", "mimic_iv")] == [
         "db/ehrsql2024/mimic_iv.duckdb", "db/ehrsql2024/mimic_iv.sqlite"]

@@ -29,7 +29,7 @@ def captured() -> tuple[Console, io.StringIO]:
 
 
 def test_stage_lines_show_position_time_and_counts():
-    assert stage_line("validate", 12.34, "2 suites") == "[3/8] validate     12.3 s  2 suites"
+    assert stage_line("validate", 12.34, "2 suites") == "[3/9] validate     12.3 s  2 suites"
     assert stage_line("publish", 0.2, "x").startswith(f"[{len(STAGES)}/{len(STAGES)}] publish")
 
 
@@ -61,13 +61,13 @@ def test_the_terminal_shows_progress_lines_and_warnings_once_and_no_run_chatter(
     run_log = logging.getLogger("prefect.flow_runs")
     run_log.setLevel(logging.INFO)
     with terminal_progress(console):
-        PROGRESS.info("[1/8] ingest        3.0 s  41 tables")
+        PROGRESS.info("[1/9] ingest        3.0 s  41 tables")
         run_log.info("Beginning subflow run 'x' for flow 'ingest'")  # Prefect's chatter: not shown
-        run_log.info("[1/8] ingest        3.0 s  41 tables", extra={ANNOUNCED: True})  # the run-log copy
+        run_log.info("[1/9] ingest        3.0 s  41 tables", extra={ANNOUNCED: True})  # the run-log copy
         run_log.warning("eicu.lab: lab.csv.gz is UNVERIFIED\nsecond line")
         run_log.error("Encountered exception during execution")  # the stage line and the command's error say it
     PROGRESS.info("after the block: nobody listens")
-    assert out.getvalue().splitlines() == ["[1/8] ingest        3.0 s  41 tables",
+    assert out.getvalue().splitlines() == ["[1/9] ingest        3.0 s  41 tables",
                                            "warning: eicu.lab: lab.csv.gz is UNVERIFIED"]
 
 
@@ -93,12 +93,12 @@ def test_build_log_keeps_every_run_line_once(tmp_path):
     run_log = logging.getLogger("prefect.task_runs")
     run_log.setLevel(logging.INFO)
     with log_to_file(tmp_path / "logs" / "build.log"):
-        PROGRESS.info("[2/8] transform")
-        run_log.info("[2/8] transform", extra={ANNOUNCED: True})
+        PROGRESS.info("[2/9] transform")
+        run_log.info("[2/9] transform", extra={ANNOUNCED: True})
         run_log.info("dbt build --select staging: 192 nodes")
     run_log.info("after the block")
     text = (tmp_path / "logs" / "build.log").read_text()
-    assert text.count("[2/8] transform") == 1 and "192 nodes" in text and "after the block" not in text
+    assert text.count("[2/9] transform") == 1 and "192 nodes" in text and "after the block" not in text
 
 
 def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path):

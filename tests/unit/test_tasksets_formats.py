@@ -42,6 +42,7 @@ def test_the_registry_names_each_format_with_its_protocol_suite_and_profile():
         "ehrsql2024": ("ehrsql2024", "ehrsql", "ehrsql2024"),
         "ehrsql": ("ehrsql2022", "ehrsql", "ehrsql_eicu"),
         "ehrchatqa": ("ehrchatqa", "chatqa", "renamed"),
+        "ehrnoteqa": ("ehrnoteqa", "noteqa", "notes"),
         "fhir-agentbench": ("fhir_agentbench", "fhir", "fhir")}
     with pytest.raises(ConfigError, match=r"^--format: unknown format 'csv'; expected one of ehrsql2024, ehrsql, "):
         format_named("csv")

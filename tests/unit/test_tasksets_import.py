@@ -130,7 +130,7 @@ def test_a_gold_sql_that_fails_names_file_and_task_and_writes_nothing(data, tmp_
                                               "tasks need its eICU database as EHRSQL built it: build with "
                                               "--eicu-preset ehrsql2022"),
     ({"format_name": "sql"}, "--format: unknown format 'sql'; expected one of ehrsql2024, ehrsql, ehrchatqa, "
-                                 "fhir-agentbench"),
+                                 "fhir-agentbench, ehrnoteqa"),
 ])
 def test_an_import_is_refused_before_anything_runs(data, imported, tmp_path, arguments, expected):
     _build(data.root, "B2", preset="ehrchatqa")
@@ -301,7 +301,7 @@ def test_a_bad_prediction_file_is_refused_in_one_line(data, imported, tmp_path, 
 def test_evaluation_parameters_take_task_sets_instead_of_suites():
     only = EvaluationParameters(agents=["oracle"], tasksets=["valid"])
     assert (only.chosen_suites(), only.tasksets) == ([], ["valid"])
-    assert EvaluationParameters(agents=["oracle"]).chosen_suites() == ["ehrsql", "chatqa", "fhir", "dq"]
+    assert EvaluationParameters(agents=["oracle"]).chosen_suites() == ["ehrsql", "chatqa", "fhir", "dq", "noteqa"]
     assert EvaluationParameters(agents=["oracle"], suites=["dq"], tasksets=["v"]).chosen_suites() == ["dq"]
     for names, message in ((["a/b"], "must be task set names"), (["v", "v"], "must name each task set once")):
         with pytest.raises(ValueError, match=message):

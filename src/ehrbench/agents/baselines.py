@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from ehrbench.agents.config import AgentConfig
 from ehrbench.layout import AuditTaskLayout
 from ehrbench.metrics.retrieval import ids_by_type
+from ehrbench.noteqa.published import LETTERS
 from ehrbench.tasks import Agent, AgentAnswer, Gold, TaskView
 
 
@@ -25,6 +26,11 @@ class OracleAgent:
             labels = pq.read_table(AuditTaskLayout(gold.dq_task_dir).labels, columns=["table", "row_id"])
             return AgentAnswer(flagged_rows=sorted(set(zip(*labels.to_pydict().values(), strict=True))),
                                transcript=[{"role": "agent", "content": "flagged the labelled rows"}])
+        if view.suite == "noteqa":  # the correct option, found among the options as this trial shows them
+            text = gold.answer_text or ""
+            if view.qa_format == "multichoice":
+                text = f"{LETTERS[view.choices.index(text)]}. {text}"
+            return AgentAnswer(answer_text=text, transcript=[{"role": "agent", "content": text}])
         if not gold.is_answerable:
             return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])
         by_type = ids_by_type(zip(gold.fhir_types, gold.fhir_ids, strict=False)) if gold.fhir_types else None

@@ -42,6 +42,9 @@ class LlmOptions(BaseModel):
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (the APIs' own range).")
     # 10^6: the largest context windows offered (Gemini); more is a typo, not a request
     max_tokens: int | None = Field(None, ge=1, le=1_000_000, description="Tokens per model reply.")
+    context_tokens: int | None = Field(None, ge=1, le=10_000_000, description=(
+        "The model's context window; a noteqa prompt that does not fit with its reply is reported "
+        "(context_exceeded), never truncated."))
     # An hour per model call, ten minutes per query: a trial stuck longer blocks its endpoint slot for everyone
     timeout_s: float = Field(60.0, gt=0, le=3600, description="Seconds per model call.")
     max_retries: int = Field(4, ge=0, le=10, description=(

@@ -141,12 +141,16 @@ def evaluate(
         help="key=value option of every llm agent (repeatable), e.g. ehrsql_mode=single_turn, fhir_variant=search, "
              "max_actions=30, user_model=openai:gpt-4o-mini, api_key_env=MY_KEY.")] = None,
     judge_model: Annotated[str | None, typer.Option(
-        help="Model spec of the LLM judge of free-text (FHIR) answers; default: normalised match.")] = None,
+        help="Model spec of the LLM judge of free-text answers (fhir; noteqa: EHRNoteQA's judge prompt, published "
+             "gpt-4-1106-preview); default: normalised match, for noteqa the letter or the option's text.")] = None,
+    judge_votes: Annotated[int, typer.Option(
+        help="Times the noteqa judge is asked per answer, the majority deciding (1-15; EHRNoteQA: 1).")] = 1,
     concurrency: Annotated[int, typer.Option(help="Trials in flight per model endpoint (1-64).")] = 4,
     dask_address: Annotated[str | None, typer.Option(
         help="Run the trials on this Dask scheduler (tcp://host:port) instead of local threads.")] = None,
     suite: Annotated[list[str], typer.Option(
-        help="Suite (repeatable): ehrsql, chatqa, fhir, dq. Default: all, or none when --taskset is given.")] = None,
+        help="Suite (repeatable): ehrsql, chatqa, fhir, dq, noteqa. Default: all, or none when --taskset is "
+             "given.")] = None,
     taskset: Annotated[list[str], typer.Option(
         help="Imported task set (repeatable; see `ehrbench tasks list`), evaluated like a suite.")] = None,
     trials: Annotated[int, typer.Option(help="Trials per task (k, 1-100).")] = 1,
@@ -185,7 +189,8 @@ def evaluate(
         check_run_id(run_id)  # an existing run is resumed
     checked(EvaluationParameters, {"suites": suite or None, "tasksets": taskset or [],
                                    "agents": agent or list(BASELINES), "trials": trials, "limit": limit, "seed": seed,
-                                   "run_id": run_id, "concurrency_per_endpoint": concurrency})
+                                   "run_id": run_id, "concurrency_per_endpoint": concurrency,
+                                   "judge_votes": judge_votes})
     check_build(DataLayout(root=root), build)
     check_tasksets(DataLayout(root=root), build, taskset or [])
     check_sandbox(agent or list(BASELINES), agent_options, unsafe_sandbox)
@@ -196,7 +201,7 @@ def evaluate(
         check_prefect_api()
         chosen = {"suites": suite, "agents": agent, "tasksets": taskset}
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
-                                 agent_options=agent_options, judge_model=judge_model,
+                                 agent_options=agent_options, judge_model=judge_model, judge_votes=judge_votes,
                                  concurrency_per_endpoint=concurrency, dask_address=dask_address, report=report,
                                  unsafe_sandbox=unsafe_sandbox,
                                  **{name: values for name, values in chosen.items() if values})

@@ -37,6 +37,9 @@ def import_(
     build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder: the build whose databases "
                                             "the gold SQL runs on and the task set is evaluated on.")] = "latest",
     replace: Annotated[bool, typer.Option("--replace", help="Replace a task set of the same name.")] = False,
+    notes: Annotated[Path | None, typer.Option(
+        help="ehrnoteqa: MIMIC-IV-Note 2.2's folder (note/discharge.csv.gz), whose discharge summaries the "
+             "questions are asked over; they are copied into the task set.")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Import a published task file as a task set (data/tasksets/<name>/): execute every gold SQL on the build's
@@ -45,7 +48,7 @@ def import_(
 
     data = DataLayout(root=data_root(data_dir))
     try:
-        plan = plan_import(data, format_name, paths, name, build, replace)
+        plan = plan_import(data, format_name, paths, name, build, replace, notes)
     except EhrbenchError as exc:
         refuse(str(exc))
     for warning in plan.warnings:
@@ -66,6 +69,10 @@ def import_(
     typer.echo(f"  {report.describe()}")
     if coverage := report.describe_fhir_ids():
         typer.echo(f"  {coverage}")
+    if plan.notes:
+        typer.echo(f"  {len(plan.notes):,} discharge summaries of {len({n.subject_id for n in plan.notes}):,} "
+                   f"patients copied in ({plan.layout.notes.name}); each question is a multichoice and an openended "
+                   f"task")
     typer.echo(f"  folder {plan.layout.root}")
     typer.echo(f"next: uv run ehrbench evaluate --taskset {manifest.name} --agent oracle --agent abstain"
                + ("" if manifest.build.build_id == _latest(data) else f" --build {manifest.build.build_id}"))

@@ -60,8 +60,11 @@ class AnswerJudge:
     """Judges free-text answers against an EHRSQL-2024 gold answer string. Without a model it is the normalised match
     alone."""
 
-    def __init__(self, model: ToolChatModel | None = None):
+    def __init__(self, model: ToolChatModel | None = None, votes: int = 1):
+        if votes < 1:
+            raise ValueError(f"judge votes must be >= 1, got {votes}")
         self.model = model
+        self.votes = votes  # EHRNoteQA's judge (protocol ehrnoteqa) is asked this many times, the majority wins
 
     def judge(self, question: str, gold_answer_text: str, predicted: str | list | None) -> Judgement:
         if predicted is None:

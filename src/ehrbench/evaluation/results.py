@@ -60,6 +60,8 @@ TRIAL_SCHEMA = pa.schema([
     # verdict and how it was reached, its retrieval precision and recall (over the gold's resource types)
     ("published_correct", pa.bool_()), ("published_judge", pa.string()),
     ("published_retrieval_precision", pa.float64()), ("published_retrieval_recall", pa.float64()),
+    ("option_order", pa.string()),  # a noteqa multiple-choice trial's shown option order as the file's letters
+    # ("CABED": file option C shown as A); null: the file's order (ehrbench.noteqa.options)
 ])
 # A task set's task ids hold its name (ehrbench.tasksets.model.task_id), so one key serves generated suites and task
 # sets alike: unique when a run mixes them, and the resume of a run skips a task set's completed trials as any other

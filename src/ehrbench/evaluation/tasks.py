@@ -1,9 +1,11 @@
 """Loading the tasks of a build's suites (the types are ehrbench.tasks'), split into what an agent sees (`TaskView`)
 and the gold it is scored against (`Gold`). Suites: `ehrsql` and `chatqa` (questions over a database), `fhir`
 (questions over the FHIR resources, with resource-id ground truth), `dq` (data-quality audits: the task folder's
-instruction and data). Task sets (published task files imported into the data directory, ehrbench.tasksets) load
-into the same types: each task runs in its format's agent suite, on its target database of the build (the SQLite
-file, as the published scorers run it), with id `<task set>/<published id>` and the task set's protocol."""
+instruction and data), `noteqa` (EHRNoteQA-style questions over a patient's discharge summaries: each question is two
+tasks, `<id>-multichoice` and `<id>-openended`, with the notes block in the view). Task sets (published task files
+imported into the data directory, ehrbench.tasksets) load into the same types: each task runs in its format's agent
+suite, on its target database of the build (the SQLite file, as the published scorers run it; a note-QA task set over
+its own notes), with id `<task set>/<published id>` and the task set's protocol."""
 
 from __future__ import annotations
 
@@ -16,8 +18,11 @@ import pyarrow.parquet as pq
 from ehrbench.errors import ConfigError, MissingInputError
 from ehrbench.fhir.ids import resource_id
 from ehrbench.layout import BuildLayout, TaskSetLayout
+from ehrbench.noteqa.published import FORMATS, LETTERS, notes_block
+from ehrbench.noteqa.suite import read_notes_file
 from ehrbench.questions.generate import current_time_sentence
 from ehrbench.questions.templates import PROFILE_OF
+from ehrbench.scoring.ehrnoteqa import PROTOCOL as NOTEQA_PROTOCOL
 from ehrbench.seeding import keyed_rng
 from ehrbench.tasks import SUITES, EvalTask, Gold, TaskView
 from ehrbench.tasksets.model import task_id
@@ -34,7 +39,12 @@ def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | N
     layout = BuildLayout(build_dir)
     tasks: list[EvalTask] = []
     for suite in suites:
-        found = _dq_tasks(layout) if suite == "dq" else _question_tasks(layout, suite)
+        if suite == "noteqa" and suites == SUITES and not layout.noteqa_questions.is_file():
+            continue  # a build from before the noteqa suite: "every suite" is the ones it has
+        if suite == "noteqa":
+            found = _noteqa_tasks(layout, seed)
+        else:
+            found = _dq_tasks(layout) if suite == "dq" else _question_tasks(layout, suite)
         tasks += _sample(found, limit, seed, suite)
     for taskset in tasksets:
         tasks += _sample(taskset_tasks(taskset, build_dir), limit, seed, f"taskset:{taskset.name}")
@@ -54,9 +64,15 @@ def taskset_tasks(taskset: TaskSetLayout, build_dir: Path) -> list[EvalTask]:
             f"{manifest.build.build_id}, or import it for this build with 'ehrbench tasks import --build "
             f"{build_id or build_dir} --name <new name>'")
     tasks = []
+    notes = read_notes_file(taskset.notes) if taskset.notes.is_file() else {}
     for row in read_tasks(taskset):
         profile, _, database = row["target"].partition("/")
         protocol, extra = row["protocol"] or manifest.protocol, json.loads(row["extra"] or "{}")
+        if row["suite"] == "noteqa":  # EHRNoteQA: both formats over the task set's own notes
+            tasks += _note_tasks(row["question_id"], row["db"], row["question"], extra["choices"],
+                                 row["published_answer"], [notes[i] for i in extra["note_ids"]], protocol,
+                                 lambda kind, row=row: task_id(manifest.name, f"{row['question_id']}-{kind}"), 0)
+            continue
         view = TaskView(row["suite"], task_id(manifest.name, row["question_id"]), row["db"], row["question"],
                         row["context"], protocol=protocol, current_time=row["current_time"])
         if row["suite"] == "fhir":  # FHIR-AgentBench: a FHIR view of the build, about the patient the task names
@@ -113,6 +129,43 @@ def _question_tasks(layout: BuildLayout, suite: str) -> list[EvalTask]:
 def _rows(answer: str | None) -> tuple[tuple, ...] | None:
     """The gold rows of the questions' `answer` column (JSON), as the scorers compare raw cells."""
     return None if answer is None else tuple(tuple(row) for row in json.loads(answer))
+
+
+def _noteqa_tasks(layout: BuildLayout, seed: int) -> list[EvalTask]:
+    """Both formats of every note question, over the notes block EHRNoteQA's prompt shows (headed, cleaned notes in
+    charttime order). `seed` is what a trial's option shuffle draws from (ehrbench.noteqa.options)."""
+    path = layout.noteqa_questions
+    notes_file = next((f for f in (layout.noteqa_notes(True), layout.noteqa_notes(False)) if f.is_file()), None)
+    if not path.is_file() or notes_file is None:
+        raise MissingInputError(f"{layout.noteqa}: no note questions or notes; expected a build folder with "
+                                f"noteqa/questions.parquet and its notes (built by the noteqa stage)")
+    notes = read_notes_file(notes_file)
+    tasks = []
+    for row in sorted(pq.read_table(path).to_pylist(), key=lambda r: r["question_id"]):
+        missing = [note_id for note_id in row["note_ids"] if note_id not in notes]
+        if missing:
+            raise MissingInputError(f"{notes_file}: note(s) {', '.join(missing)} of note question "
+                                    f"{row['question_id']} are missing")
+        tasks += _note_tasks(row["question_id"], row["db"], row["question"],
+                             [row[f"choice_{letter}"] for letter in LETTERS], row["answer"],
+                             [notes[note_id] for note_id in row["note_ids"]], NOTEQA_PROTOCOL,
+                             lambda kind, row=row: f"{row['question_id']}-{kind}", seed)
+    return tasks
+
+
+def _note_tasks(question_id: str, db: str, question: str, choices: list[str], answer: str, notes: list,
+                protocol: str, task_id_of, seed: int) -> list[EvalTask]:
+    """A note question's two tasks (multiple-choice, open-ended) over its notes, headed and in order, as EHRNoteQA's
+    prompt shows them; the gold is the answer letter and its option's text."""
+    block, shown = notes_block([note.with_header() for note in notes]), tuple(choices)
+    if answer not in LETTERS or len(shown) != len(LETTERS):
+        raise MissingInputError(f"note question {question_id}: answer {answer!r} over {len(shown)} options; "
+                                f"expected a letter A-E over five")
+    return [EvalTask(TaskView("noteqa", task_id_of(kind), db, question, protocol=protocol, notes=block,
+                              choices=shown, qa_format=kind, option_seed=seed),
+                     Gold(answer_text=shown[LETTERS.index(answer)], published_answer=answer, protocol=protocol,
+                          task_type=kind))
+            for kind in FORMATS]
 
 
 def _dq_tasks(layout: BuildLayout) -> list[EvalTask]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ehrbench.dq.score import score_task
 from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.llm.chat import ChatError
+from ehrbench.noteqa.options import for_trial, order_label
 from ehrbench.scoring import protocol_of, score_trial
 from ehrbench.tasks import Agent, AgentAnswer, EvalTask
 
@@ -25,6 +26,7 @@ def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts
               judge: AnswerJudge | None = None, raise_transient: bool = False) -> dict:
     """The result row of one trial (ehrbench.evaluation.results.TRIAL_SCHEMA). `judge` decides free-text answers
     (default: the normalised match, no model)."""
+    task = for_trial(task, trial)  # a noteqa trial's option order
     row = trial_row(agent.name, task, trial, build_id, getattr(agent, "sandbox", None))
     clock = time.perf_counter()
     try:
@@ -57,7 +59,8 @@ def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, sandbo
     return {"build_id": build_id, "suite": view.suite, "db": view.db, "task_id": view.task_id, "trial": trial,
             "agent": agent_name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
             "started_at": datetime.now(UTC), "sandbox": sandbox,
-            "protocol": protocol_of(task) if view.suite != "dq" else None}
+            "protocol": protocol_of(task) if view.suite != "dq" else None,
+            "option_order": order_label(view.option_order)}
 
 
 def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, error: BaseException) -> dict:

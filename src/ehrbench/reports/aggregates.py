@@ -60,8 +60,13 @@ SUITE_METRICS: dict[str, list[Metric]] = {
            Metric("dq_precision", "Precision", _SHARE, True, "flagged rows that belong to an injected error"),
            Metric("success_rate", "Pass", _SHARE, True, "audits with recall 1.0 and precision ≥ 0.01"),
            *_PASS, COST, LATENCY],
+    "noteqa": [Metric("success_rate", "Accuracy", _SHARE, True, "answers the judge (EHRNoteQA's prompt) accepts; "
+                      "per format, level and note count in the breakdowns"), *_PASS,
+               Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
+               COST, LATENCY],
 }
-HEADLINE = {"ehrsql": "rs_10", "chatqa": "success_rate", "fhir": "success_rate", "dq": "success_rate"}
+HEADLINE = {"ehrsql": "rs_10", "chatqa": "success_rate", "fhir": "success_rate", "dq": "success_rate",
+            "noteqa": "success_rate"}
 
 
 def _rs_runs(c: str, runs: int) -> str:

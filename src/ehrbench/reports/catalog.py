@@ -4,7 +4,7 @@
   task asked and its gold;
 - `task_facets` (suite, task_id, facet, value): the breakdowns a task counts in — question category (unanswerable
   questions as one category), template, time expression, database, chatqa task type, FHIR resource type, data-quality
-  family and variant.
+  family and variant, note QA format, level, note count, template and notes source (synthetic or MIMIC-IV-Note).
 
 A run whose build folder is gone still reports: the views are then empty, and pages show task ids only.
 """
@@ -35,9 +35,19 @@ union all select suite, task_id, 'fhir_resource_type', resource_type
           from (select suite, question_id as task_id,
                        unnest(json_extract_string(extra, '$.fhir_resource_types[*]')) as resource_type
                 from questions where suite = 'fhir' and extra is not null)
+union all select 'noteqa', task_id, 'noteqa_format', format from noteqa_tasks
+union all select 'noteqa', task_id, 'noteqa_level', category from noteqa_tasks
+union all select 'noteqa', task_id, 'noteqa_notes', num_notes::varchar || ' note' || if(num_notes = 1, '', 's')
+          from noteqa_tasks
+union all select 'noteqa', task_id, 'template', template from noteqa_tasks where template is not null
+union all select 'noteqa', task_id, 'notes_source', notes_source from noteqa_tasks
 union all select 'dq', task_id, 'dq_family', family from dq_tasks
 union all select 'dq', task_id, 'dq_variant', variant from dq_tasks
 """
+
+NO_NOTE_QUESTIONS = """(select * from (values (null::varchar, null::varchar, null::varchar, null::varchar, null::int,
+    null::varchar, null::varchar, null::varchar, null::varchar)) t(question_id, db, question, category, num_notes,
+    template, notes_source, answer, reference_answer) where false)"""
 
 
 def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> None:
@@ -57,12 +67,22 @@ def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> No
         con.execute("insert into dq_tasks values (?, ?, ?, ?)",
                     [task_id, task.instruction.read_text(), task_id.removesuffix("_clues"),
                      "clues" if task_id.endswith("_clues") else "base"])
+    noteqa = BuildLayout(build_dir).noteqa_questions if build_dir else None
+    con.execute(f"""
+        create or replace temp table noteqa_tasks as
+        select question_id || '-' || format as task_id, format, db, question, category, num_notes, template,
+               notes_source, answer || '. ' || reference_answer as gold_answer
+        from {"read_parquet(?)" if noteqa is not None and noteqa.is_file() else NO_NOTE_QUESTIONS},
+             (values ('multichoice'), ('openended')) formats(format)""",
+                [str(noteqa)] if noteqa is not None and noteqa.is_file() else [])
     con.execute("""
         create or replace temp table task_text as
         select suite, question_id as task_id, db, question, context, is_answerable, gold_sql_duckdb as gold_sql,
                answer_text as gold_answer, coalesce(fhir_ids, []::varchar[]) as gold_fhir_ids from questions
         union all
-        select 'dq', task_id, null, instruction, null, null, null, null, []::varchar[] from dq_tasks""")
+        select 'dq', task_id, null, instruction, null, null, null, null, []::varchar[] from dq_tasks
+        union all
+        select 'noteqa', task_id, db, question, null, true, null, gold_answer, []::varchar[] from noteqa_tasks""")
     con.execute(FACETS_SQL)
 
 

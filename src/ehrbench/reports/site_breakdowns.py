@@ -20,6 +20,10 @@ FACET_LABELS = {
     "fhir_resource_type": "FHIR resource type",
     "dq_family": "DQ family",
     "dq_variant": "DQ variant",
+    "noteqa_format": "Note QA format (multiple-choice / open-ended)",
+    "noteqa_level": "EHRNoteQA level (notes fit 4k / 8k tokens)",
+    "noteqa_notes": "Discharge summaries asked over",
+    "notes_source": "Notes (SYNTHETIC: written by ehrbench from structured rows)",
 }
 BREAKDOWN_CHART_VALUES = 30  # beyond this many values (templates: 150+) a chart shows only the worst ones
 

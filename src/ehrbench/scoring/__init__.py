@@ -10,15 +10,15 @@ the repository files they were read from; `tests/unit/test_conformance_<protocol
 | `fhir_agentbench` | `ehrbench.scoring.fhir_agentbench` | FHIR-AgentBench (answer correctness, retrieval P/R) |
 | `ehrnoteqa` | `ehrbench.scoring.ehrnoteqa` | ji-youn-kim/EHRNoteQA `src/evaluation/` (the judge's verdict) |
 
-(`ehrnoteqa` is not yet a trial protocol of `score_trial`: the `noteqa` suite is not built.)
-
 Public API:
 
 - `score_trial(task, answer, *, judge=None) -> dict`: the result-row fields of one trial (`reward`, `correct`,
   `answer`, and the protocol's own: `answer_judge`, `retrieval_precision`, `retrieval_recall`,
-  `retrieved_fhir_ids`), under `protocol_of(task)`. `judge` decides free-text answers (fhir_agentbench).
+  `retrieved_fhir_ids`), under `protocol_of(task)`. `judge` decides free-text answers (fhir_agentbench); its
+  `model` (and `votes`) are EHRNoteQA's judge (ehrnoteqa; without a model, the recorded stand-ins).
 - `protocol_of(task) -> str`: `task.gold.protocol`, else the suite's default (`DEFAULT_PROTOCOLS`: ehrsql →
-  ehrsql2024, chatqa → ehrchatqa, fhir → fhir_agentbench). The `dq` suite has its own scorer (`ehrbench.dq.score`).
+  ehrsql2024, chatqa → ehrchatqa, fhir → fhir_agentbench, noteqa → ehrnoteqa). The `dq` suite has its own scorer
+  (`ehrbench.dq.score`).
 - `score_predictions(protocol, gold_items, predictions, execute, *, current_time=None) -> dict` for the SQL protocols
   (ehrsql2024, ehrsql2022): the published metrics of a prediction file in the benchmark's own format — `gold_items`
   maps question id → gold SQL ("null" or None: unanswerable), `predictions` question id → predicted SQL or "null";
@@ -39,13 +39,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ehrbench.scoring import ehrchatqa, ehrsql2022, ehrsql2024, fhir_agentbench
+from ehrbench.scoring import ehrchatqa, ehrnoteqa, ehrsql2022, ehrsql2024, fhir_agentbench
 from ehrbench.scoring.ehrsql2024 import Execute
 from ehrbench.scoring.fhir_agentbench import Judge
 from ehrbench.tasks import AgentAnswer, EvalTask
 
-PROTOCOLS = (ehrsql2024.PROTOCOL, ehrsql2022.PROTOCOL, ehrchatqa.PROTOCOL, fhir_agentbench.PROTOCOL)
-DEFAULT_PROTOCOLS = {"ehrsql": ehrsql2024.PROTOCOL, "chatqa": ehrchatqa.PROTOCOL, "fhir": fhir_agentbench.PROTOCOL}
+PROTOCOLS = (ehrsql2024.PROTOCOL, ehrsql2022.PROTOCOL, ehrchatqa.PROTOCOL, fhir_agentbench.PROTOCOL,
+             ehrnoteqa.PROTOCOL)
+DEFAULT_PROTOCOLS = {"ehrsql": ehrsql2024.PROTOCOL, "chatqa": ehrchatqa.PROTOCOL, "fhir": fhir_agentbench.PROTOCOL,
+                     "noteqa": ehrnoteqa.PROTOCOL}
 SQL_PROTOCOLS = {ehrsql2024.PROTOCOL: ehrsql2024, ehrsql2022.PROTOCOL: ehrsql2022}
 
 
@@ -73,6 +75,8 @@ def score_trial(task: EvalTask, answer: AgentAnswer, *, judge: Judge | None = No
     protocol = protocol_of(task)
     if protocol == fhir_agentbench.PROTOCOL:
         return fhir_agentbench.score_trial(task, answer, judge)
+    if protocol == ehrnoteqa.PROTOCOL:
+        return ehrnoteqa.score_trial(task, answer, getattr(judge, "model", None), getattr(judge, "votes", 1))
     module = {ehrsql2024.PROTOCOL: ehrsql2024, ehrsql2022.PROTOCOL: ehrsql2022, ehrchatqa.PROTOCOL: ehrchatqa}
     return module[protocol].score_trial(task, answer)
 

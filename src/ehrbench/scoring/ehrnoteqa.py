@@ -7,7 +7,10 @@ call, at most 600 tokens) reads the answer beside the correct option, for multip
 wrong); the published protocol is one vote. Without a judge model, ehrbench stands in with a recorded `method`:
 multiple-choice reads the first standalone letter A-E of the answer (`letter`); open-ended asks that the correct
 option's text appear in the answer, case and spacing aside (`match`). Neither is the published judge: results say
-which was used."""
+which was used.
+
+`score_trial` scores a trial of the `noteqa` suite this way: the view's notes block, question, options (as the trial
+showed them) and format, the gold's letter among those options; an abstention is no answer (wrong)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,9 @@ from dataclasses import dataclass
 
 from ehrbench.llm.tool_chat import ToolChatModel, Usage
 from ehrbench.noteqa.published import LETTERS, MAX_NEW_TOKENS, Format, judge_prompt, judge_verdict
+from ehrbench.tasks import AgentAnswer, EvalTask
+
+PROTOCOL = "ehrnoteqa"
 
 _LETTER = re.compile(r"\b([A-E])\b")
 
@@ -55,6 +61,19 @@ def published_correct(kind: Format, *, answer_text: str | None, question: str, n
         replies.append(reply)
         right += judge_verdict(kind, reply) is True
     return NoteQaJudgement(right * 2 > votes, "llm", tuple(replies), usage)
+
+
+def score_trial(task: EvalTask, answer: AgentAnswer, model: ToolChatModel | None = None, votes: int = 1) -> dict:
+    """The result-row fields of a noteqa trial: reward and correct from the judge's verdict, how it was reached."""
+    view, gold = task.view, task.gold
+    if view.qa_format is None or gold.published_answer is None:
+        raise ValueError(f"task {view.suite}/{view.task_id} has no EHRNoteQA format or answer letter")
+    text = None if answer.abstained else answer.answer_text
+    verdict = published_correct(view.qa_format, answer_text=text, question=view.instruction,
+                                notes=view.notes or "", choices=view.choices, answer=gold.published_answer,
+                                model=model, votes=votes)
+    return {"reward": float(verdict.correct), "correct": verdict.correct, "answer": text,
+            "answer_judge": verdict.method, "published_correct": verdict.correct, "published_judge": verdict.method}
 
 
 def _plain(text: str) -> str:

@@ -70,6 +70,7 @@ class TaskFormat(ABC):
     suite: ClassVar[str]  # the agent suite that runs its tasks (ehrbench.tasks.SUITES)
     profile: ClassVar[str]  # the database profile its tasks run on
     summary: ClassVar[str]  # one line for --help and `tasks list`
+    needs_notes: ClassVar[bool] = False  # its questions are asked over notes given with --notes (read_notes)
 
     @abstractmethod
     def read(self, paths: Sequence[Path]) -> list[ImportedTask]:
@@ -77,6 +78,11 @@ class TaskFormat(ABC):
 
     def default_name(self, paths: Sequence[Path]) -> str:
         return f"{self.name}-{Path(paths[0]).resolve().stem}"
+
+    def read_notes(self, tasks: Sequence[ImportedTask], notes: Path) -> tuple[Path, list[ImportedTask], list]:
+        """The notes file read under `notes`, the tasks linked to their notes, the notes (formats with
+        `needs_notes`)."""
+        raise ConfigError(f"--notes: format {self.name} asks over no notes")
 
     def target(self, task: ImportedTask) -> Target:
         return Target(self.profile, task.db)

@@ -20,10 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from ehrbench.ehrsql.scoring import format_answer
 from ehrbench.errors import ConfigError
 from ehrbench.layout import DataLayout, TaskSetLayout
+from ehrbench.noteqa.records import DischargeNote
+from ehrbench.noteqa.suite import NOTE_SCHEMA, note_row
 from ehrbench.settings import TASKSET_NAME_FORM
 from ehrbench.tasksets.execution import SqliteDatabase
 from ehrbench.tasksets.formats import BuildInfo, TaskFormat
@@ -53,6 +56,7 @@ class ImportPlan:
     sources: list[SourceFile]
     replace: bool = False
     warnings: list[str] = field(default_factory=list)
+    notes: list[DischargeNote] = field(default_factory=list)  # what a note-QA format's questions are asked over
 
     @property
     def targets(self) -> list[Target]:
@@ -65,10 +69,15 @@ class ImportPlan:
 
 
 def plan_import(data: DataLayout, format_name: str, paths: Sequence[Path], name: str | None = None,
-                build: str = "latest", replace: bool = False) -> ImportPlan:
+                build: str = "latest", replace: bool = False, notes: Path | None = None) -> ImportPlan:
     fmt = format_named(format_name)
     if not paths:
         raise ConfigError("PATH: expected the published file(s) or folder to import")
+    if fmt.needs_notes and notes is None:
+        raise ConfigError(f"--notes: format {fmt.name} asks its questions over notes; expected MIMIC-IV-Note's "
+                          f"folder (note/discharge.csv.gz)")
+    if notes is not None and not fmt.needs_notes:
+        raise ConfigError(f"--notes: format {fmt.name} asks over no notes; leave --notes out")
     name = name or fmt.default_name(paths)
     if not is_name(name):
         raise ConfigError(f"--name: expected {TASKSET_NAME_FORM}, got {name!r}")
@@ -86,7 +95,12 @@ def plan_import(data: DataLayout, format_name: str, paths: Sequence[Path], name:
         raise ConfigError(f"{', '.join(map(str, paths))}: no tasks; expected at least one")
     by_file = {Path(p).name: Path(p) for p in _files(paths)}
     unique([(task.source_id, by_file.get(task.source_file, Path(task.source_file))) for task in tasks])
-    plan = ImportPlan(fmt, layout, info, tasks, [source_file(p) for p in _files(paths)], replace, warnings)
+    sources = [source_file(p) for p in _files(paths)]
+    asked: list[DischargeNote] = []
+    if notes is not None:
+        notes_file, tasks, asked = fmt.read_notes(tasks, Path(notes))
+        sources.append(source_file(notes_file))
+    plan = ImportPlan(fmt, layout, info, tasks, sources, replace, warnings, asked)
     for target in plan.executed_on:
         if not info.database(target).is_file():
             raise ConfigError(f"--build: build {info.build_id} has no {info.database(target)}; expected the "
@@ -136,7 +150,8 @@ def run_import(plan: ImportPlan) -> TaskSetManifest:
         current_time={str(t): n for t, n in now.items() if n}, tasks=len(plan.tasks),
         answerable=sum(t.is_answerable for t in plan.tasks), reproduction=report, warnings=plan.warnings,
         ehrbench_version=_version())
-    write_taskset(plan.layout, manifest, rows, replace=plan.replace)
+    notes = pa.Table.from_pylist([note_row(note) for note in plan.notes], schema=NOTE_SCHEMA) if plan.notes else None
+    write_taskset(plan.layout, manifest, rows, replace=plan.replace, notes=notes)
     return manifest
 
 
@@ -168,7 +183,7 @@ def _executed(fmt: TaskFormat, task: ImportedTask, database: SqliteDatabase, now
 def _row(plan: ImportPlan, task: ImportedTask, target: Target, now: str | None, answer: list[list] | None,
          reproduced: bool | None) -> dict:
     extra = {key: value for key, value in (("task_type", task.task_type), ("patient_fhir_id", task.patient_fhir_id),
-                                           ("fhir_types", list(task.fhir_types))) if value}
+                                           ("fhir_types", list(task.fhir_types))) if value} | dict(task.extra)
     return {"question_id": task.source_id, "suite": plan.fmt.suite, "db": task.db, "template_id": task.template,
             "is_answerable": task.is_answerable, "question": task.question,
             "context": task.context or (f"Assume the current time is {now}." if now else None),

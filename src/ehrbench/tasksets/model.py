@@ -5,8 +5,10 @@ answers). Task ids: a task set's task is `<task set>/<published id>` in the eval
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +64,7 @@ class ImportedTask:
     patient_fhir_id: str | None = None
     fhir_ids: tuple[str, ...] = ()  # the gold resource ids (FHIR-AgentBench)
     fhir_types: tuple[str, ...] = ()  # the resource type of each of fhir_ids
+    extra: Mapping[str, Any] = field(default_factory=dict)  # a format's own fields, kept in the row's `extra` JSON
 
 
 class SourceFile(BaseModel):

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from ehrbench.errors import ConfigError
 from ehrbench.tasksets.ehrchatqa import EhrChatQaFormat
+from ehrbench.tasksets.ehrnoteqa import EhrNoteQaFormat
 from ehrbench.tasksets.ehrsql2022 import Ehrsql2022Format
 from ehrbench.tasksets.ehrsql2024 import Ehrsql2024Format
 from ehrbench.tasksets.fhir_agentbench import FhirAgentBenchFormat
 from ehrbench.tasksets.formats import TaskFormat
 
 FORMATS: dict[str, TaskFormat] = {fmt.name: fmt for fmt in (Ehrsql2024Format(), Ehrsql2022Format(),
-                                                              EhrChatQaFormat(), FhirAgentBenchFormat())}
+                                                              EhrChatQaFormat(), FhirAgentBenchFormat(),
+                                                              EhrNoteQaFormat())}
 
 
 def format_named(name: str) -> TaskFormat:

@@ -38,7 +38,7 @@ TASKS_SCHEMA = pa.schema([
 
 
 def write_taskset(layout: TaskSetLayout, manifest: TaskSetManifest, rows: list[dict], *,
-                  replace: bool = False) -> Path:
+                  replace: bool = False, notes: pa.Table | None = None) -> Path:
     """Write `rows` and `manifest` as the task set `layout.name`, atomically: into `.<name>.<hex>.tmp/` beside it,
     then renamed into place. With `replace`, an existing task set of that name is swapped out and removed."""
     final = layout.root
@@ -51,6 +51,8 @@ def write_taskset(layout: TaskSetLayout, manifest: TaskSetManifest, rows: list[d
         written = TaskSetLayout(staging)
         pq.write_table(pa.Table.from_pylist([{c: row.get(c) for c in TASKS_SCHEMA.names} for row in rows],
                                             schema=TASKS_SCHEMA), written.tasks)
+        if notes is not None:
+            pq.write_table(notes, written.notes)
         _write_durably(written.manifest, manifest.model_dump_json(indent=2))
         if final.exists():  # --replace: the old one moves aside first, then goes
             old = final.with_name(f".{layout.name}.{uuid.uuid4().hex[:8]}.old")

@@ -208,10 +208,11 @@ def validate_questions(records: Sequence[Mapping[str, Any]], suite_path: Path, *
         data_docs_offline=runner.docs_offline)
 
 
-def write_quarantine(records: Sequence[Mapping[str, Any]], validation: QuestionValidation, path: Path) -> Path:
-    """Write the quarantined questions (every question column + `failed_expectations`) to `path` atomically;
-    always written, with the same schema when empty. Keys beyond QUESTION_SCHEMA's columns become string columns."""
-    schema = _quarantine_schema(records)
+def write_quarantine(records: Sequence[Mapping[str, Any]], validation: QuestionValidation, path: Path,
+                     schema: pa.Schema = QUESTION_SCHEMA) -> Path:
+    """Write the quarantined questions (every column of `schema` + `failed_expectations`) to `path` atomically;
+    always written, with the same schema when empty. Keys beyond the schema's columns become string columns."""
+    schema = _quarantine_schema(records, schema)
     rows = []
     for record in records:
         failed = validation.quarantined.get(str(record.get("question_id")))
@@ -231,10 +232,10 @@ def write_quarantine(records: Sequence[Mapping[str, Any]], validation: QuestionV
     return path
 
 
-def _quarantine_schema(records: Sequence[Mapping[str, Any]]) -> pa.Schema:
-    known = set(QUESTION_SCHEMA.names)
+def _quarantine_schema(records: Sequence[Mapping[str, Any]], base: pa.Schema) -> pa.Schema:
+    known = set(base.names)
     extra = sorted({key for record in records for key in record if key not in known and key != FAILED_COLUMN})
-    return pa.schema([*QUESTION_SCHEMA, *(pa.field(k, pa.string()) for k in extra),
+    return pa.schema([*base, *(pa.field(k, pa.string()) for k in extra),
                       pa.field(FAILED_COLUMN, pa.list_(pa.string()))])
 
 

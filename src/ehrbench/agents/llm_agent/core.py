@@ -68,7 +68,7 @@ class LlmAgent:
         if self._offers_database_search(view):
             answer.value_search = self.value_similarity().mode
             answer.web_search = provider.name if (provider := self.web_search()) is not None else DISABLED
-        answer.cost_usd = cost_usd(self._model_name(), Usage(answer.input_tokens, answer.output_tokens))
+        answer.cost_usd = cost_usd(self.model_name(), Usage(answer.input_tokens, answer.output_tokens))
         return answer
 
     def chat_model(self, spec: str | None = None) -> ToolChatModel:
@@ -100,7 +100,8 @@ class LlmAgent:
         """Whether the suite's loop offers all the EHR-ChatQA tools (value_similarity_search, web_search)."""
         return view.suite == "chatqa" or (view.suite == "ehrsql" and self.config.options.ehrsql_mode == "tools")
 
-    def _model_name(self) -> str:
+    def model_name(self) -> str:
+        """The model's own name, without provider and endpoint (`llm:openai:gpt-4o@…` → gpt-4o)."""
         return self.config.model.split(":", 1)[1].split("@", 1)[0]
 
     def loop(self, messages: list[dict], toolbox: Toolbox, finishers: list[Finisher],

@@ -1,0 +1,82 @@
+"""[8/9] noteqa: questions over a patient's discharge summaries, EHRNoteQA-style
+(docs/benchmarks.md#ehrnoteqa-accuracy).
+
+    dbt (models/notes/: SYNTHETIC discharge summaries in MIMIC-IV-Note's layout, written from each admission's
+      structured rows, and the facts they state)
+      → one template question per patient over their first three notes (ehrbench.noteqa.generation), with its
+        checks computed from the notes (ehrbench.noteqa.suite.checked)
+      → validate with Great Expectations (expectations/noteqa.json): failures go to quarantine/noteqa.parquet, the
+        build fails only when the quarantined share passes the questions' threshold
+      → write noteqa/ (questions with hidden gold, the notes asked over) and exports/ehrnoteqa/ (EHRNoteQA's files)
+      → artifact `noteqa`: questions per level, note count and template.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from ehrbench.layout import BuildLayout, DataLayout
+from ehrbench.noteqa.suite import (
+    NOTE_QUESTION_SCHEMA,
+    NOTES_DATABASE,
+    asked_notes,
+    read_synthetic_notes,
+    template_questions,
+    write_note_questions,
+)
+from ehrbench.profiles import ProfileVars
+from ehrbench.transform import DbtRun, run_dbt
+from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
+from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
+from flows.validate import EXPECTATIONS_DIR
+
+NOTE_QUESTION_SUITE = EXPECTATIONS_DIR / "noteqa.json"
+
+
+@flow(name="noteqa")
+def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
+                         max_quarantine_share: float, log_dir: Path) -> tuple[DbtRun, dict]:
+    """Returns the dbt run and the manifest's `noteqa` entry: notes source, counts, files, validation."""
+    logger = get_run_logger()
+    run = run_dbt(["build", "--select", "notes"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
+                  vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
+    log_dbt_run(run, log_dir)
+    facts, notes = read_synthetic_notes(layout.warehouse)
+    questions = template_questions(facts, notes, seed=seed, notes_source="synthetic")
+    validation = validate_note_questions(questions, build_dir, max_quarantine_share)
+    kept = [q for q in questions if q["question_id"] not in validation.quarantined]
+    files = write_note_questions(kept, asked_notes(kept, notes), build_dir, synthetic=True)
+    publish_artifacts(kept)
+    logger.info("noteqa: %d questions kept of %d, over %d synthetic notes", len(kept), len(questions),
+                sum(len(found) for found in notes.values()))
+    return run, {"notes_source": "synthetic", "notes": sum(len(found) for found in notes.values()),
+                 "patients_with_notes": len(notes), "generated": len(questions), "kept": len(kept),
+                 "quarantined": validation.quarantined_count, "files": files,
+                 "by_level": dict(Counter(q["category"] for q in kept)),
+                 "by_num_notes": {str(n): c for n, c in sorted(Counter(q["num_notes"] for q in kept).items())},
+                 "by_template": dict(Counter(q["template"] for q in kept)), "seed": seed,
+                 "validation": validation.summary()}
+
+
+@task(name="validate-note-questions", task_run_name="validate-note-questions", cache_policy=NO_CACHE)
+def validate_note_questions(records: list[dict], build_dir: Path, max_quarantine_share: float) -> QuestionValidation:
+    """Great Expectations on the note questions; writes the quarantine into the build."""
+    validation = validate_questions(records, NOTE_QUESTION_SUITE, databases=[NOTES_DATABASE])
+    write_quarantine(records, validation, BuildLayout(build_dir).noteqa_quarantine, NOTE_QUESTION_SCHEMA)
+    for shortfall in validation.coverage_shortfalls():
+        get_run_logger().warning("note question coverage not met: %s", shortfall)
+    markdown_artifact(key="noteqa-validation", markdown=validation.markdown(),
+                      description="Great Expectations on the note questions")
+    validation.check(max_quarantine_share)
+    return validation
+
+
+def publish_artifacts(kept: list[dict]) -> None:
+    counts = Counter((q["category"], q["num_notes"], q["template"]) for q in kept)
+    table_artifact(key="noteqa", table=[{"level": level, "notes": n, "template": template, "questions": count}
+                                        for (level, n, template), count in sorted(counts.items())],
+                   description="Note questions per level, note count and template (notes: SYNTHETIC)")
