@@ -148,7 +148,7 @@ def build_benchmark(
                 done(dq_detail(audit_tasks))
             with stage("noteqa") as done:
                 notes_run, note_questions = build_note_questions(layout, build_dir, dbt_vars, parameters.seed,
-                                                                 parameters.questions.max_quarantine_share, logs)
+                                                                 parameters.questions, logs)
                 done(noteqa_detail(note_questions))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),

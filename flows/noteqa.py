@@ -3,8 +3,10 @@
 
     dbt (models/notes/: SYNTHETIC discharge summaries in MIMIC-IV-Note's layout, written from each admission's
       structured rows, and the facts they state)
-      → one template question per patient over their first three notes (ehrbench.noteqa.generation), with its
-        checks computed from the notes (ehrbench.noteqa.suite.checked)
+      → one question per patient over their first three notes: written by an LLM when a note-question model is set
+        (ehrbench.noteqa.llm_generation: cached, filtered — evidence in the notes, distinct options, not guessable
+        without the notes, no near-duplicates), else from a template about the notes' known facts
+        (ehrbench.noteqa.generation); its checks computed from the notes (ehrbench.noteqa.suite.checked)
       → validate with Great Expectations (expectations/noteqa.json): failures go to quarantine/noteqa.parquet, the
         build fails only when the quarantined share passes the questions' threshold
       → write noteqa/ (questions with hidden gold, the notes asked over) and exports/ehrnoteqa/ (EHRNoteQA's files)
@@ -19,16 +21,22 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from ehrbench.environment import environment
 from ehrbench.layout import BuildLayout, DataLayout
+from ehrbench.llm.cache import CachedChat, ResponseCache
+from ehrbench.llm.chat import chat_model
+from ehrbench.noteqa.llm_generation import llm_questions
 from ehrbench.noteqa.suite import (
     NOTE_QUESTION_SCHEMA,
     NOTES_DATABASE,
     asked_notes,
+    checked,
     read_synthetic_notes,
     template_questions,
     write_note_questions,
 )
 from ehrbench.profiles import ProfileVars
+from ehrbench.settings import QuestionSettings
 from ehrbench.transform import DbtRun, run_dbt
 from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
 from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
@@ -39,15 +47,19 @@ NOTE_QUESTION_SUITE = EXPECTATIONS_DIR / "noteqa.json"
 
 @flow(name="noteqa")
 def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
-                         max_quarantine_share: float, log_dir: Path) -> tuple[DbtRun, dict]:
-    """Returns the dbt run and the manifest's `noteqa` entry: notes source, counts, files, validation."""
+                         settings: QuestionSettings, log_dir: Path) -> tuple[DbtRun, dict]:
+    """Returns the dbt run and the manifest's `noteqa` entry: notes source, generator, counts, files, validation."""
     logger = get_run_logger()
     run = run_dbt(["build", "--select", "notes"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)
     facts, notes = read_synthetic_notes(layout.warehouse)
-    questions = template_questions(facts, notes, seed=seed, notes_source="synthetic")
-    validation = validate_note_questions(questions, build_dir, max_quarantine_share)
+    model = settings.note_question_model or environment().note_question_model
+    if model:
+        questions, generation = write_with_llm(notes, model, seed, layout.root)
+    else:
+        questions, generation = template_questions(facts, notes, seed=seed, notes_source="synthetic"), {}
+    validation = validate_note_questions(questions, build_dir, settings.max_quarantine_share)
     kept = [q for q in questions if q["question_id"] not in validation.quarantined]
     files = write_note_questions(kept, asked_notes(kept, notes), build_dir, synthetic=True)
     publish_artifacts(kept)
@@ -59,7 +71,21 @@ def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: Prof
                  "by_level": dict(Counter(q["category"] for q in kept)),
                  "by_num_notes": {str(n): c for n, c in sorted(Counter(q["num_notes"] for q in kept).items())},
                  "by_template": dict(Counter(q["template"] for q in kept)), "seed": seed,
+                 "generator": f"llm:{model}" if model else "template", "llm_generation": generation,
                  "validation": validation.summary()}
+
+
+@task(name="write-note-questions", task_run_name="write-note-questions/llm", cache_policy=NO_CACHE)
+def write_with_llm(notes: dict, model: str, seed: int, data_dir: Path) -> tuple[list[dict], dict]:
+    """LLM-written questions (responses cached in the paraphrases' cache), with the filters' counts."""
+    cache = ResponseCache(environment().paraphrase_cache or data_dir / "cache" / "llm.sqlite")
+    chat = CachedChat(chat_model(model), cache)
+    written, report = llm_questions(notes, chat, seed=seed, blind=chat)
+    records = [{"question_id": str(q["patient_id"]), "db": NOTES_DATABASE, **q, "notes_source": "synthetic"}
+               for q in written]
+    get_run_logger().info("noteqa: %s wrote %d questions for %d patients; rejected %s", model, report.kept,
+                          report.asked, dict(report.rejected))
+    return checked(records, notes), report.to_dict()
 
 
 @task(name="validate-note-questions", task_run_name="validate-note-questions", cache_policy=NO_CACHE)

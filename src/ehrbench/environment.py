@@ -41,6 +41,9 @@ class Environment(BaseSettings):
     paraphrase_model: str | None = Field(None, description=(
         "Chat model that paraphrases questions (openai:<model>[@<base_url>] or gemini:<model>); else the "
         "templates' hand-written phrasings."))
+    note_question_model: str | None = Field(None, description=(
+        "Chat model that writes the noteqa questions over the notes (openai:<model>[@<base_url>] or gemini:<model>); "
+        "else template questions over the synthetic notes."))
     paraphrase_cache: Path | None = Field(None, description=(
         "SQLite cache of paraphrasing responses; else <data_dir>/cache/llm.sqlite."))
     embedding_model: str | None = Field(None, description=(

@@ -126,6 +126,9 @@ class NoteQaEntry(ManifestPart):
     kept: int = 0
     quarantined: int = 0
     seed: int | None = None
+    generator: str | None = Field(None, description="template, or llm:<model spec> (the note-question model).")
+    llm_generation: dict[str, Any] = Field(default_factory=dict, description=(
+        "LLM-written questions: patients asked, kept, rejected by filter."))
     files: dict[str, Any] = Field(default_factory=dict, description="Questions, notes, exports and quarantine files.")
     by_level: dict[str, int] = Field(default_factory=dict, description="Level1 / Level2 → questions kept.")
     by_num_notes: dict[str, int] = Field(default_factory=dict, description="Notes asked over → questions kept.")

@@ -59,6 +59,10 @@ class QuestionSettings(BaseModel):
     paraphrase_model: str | None = Field(None, description=(
         "Chat model that paraphrases the questions (openai:<model>[@<base_url>] or gemini:<model>). Default: "
         "$EHRBENCH_PARAPHRASE_MODEL, else the templates' hand-written phrasings."))
+    note_question_model: str | None = Field(None, description=(
+        "Chat model that writes the noteqa questions over the notes, EHRNoteQA-style, and (without the notes) "
+        "rejects the guessable ones (openai:<model>[@<base_url>] or gemini:<model>). Default: "
+        "$EHRBENCH_NOTE_QUESTION_MODEL, else template questions over the synthetic notes' known facts."))
 
 
 class DqSettings(BaseModel):
@@ -104,23 +108,27 @@ class BuildParameters(BaseModel):
     @classmethod
     def from_environment(cls, **overrides) -> BuildParameters:
         """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_EHRSQL2024_DIR and the
-        paraphrasing model from EHRBENCH_PARAPHRASE_MODEL where not given (so the manifest records what was used)."""
+        question models from EHRBENCH_PARAPHRASE_MODEL / EHRBENCH_NOTE_QUESTION_MODEL where not given (so the manifest
+        records what was used)."""
         values = {k: v for k, v in overrides.items() if v not in (None, "")}
         env = environment()
         for name in ("mimic_iv_dir", "eicu_dir", "ehrsql2024_dir"):
             if name not in values and getattr(env, name):
                 values[name] = getattr(env, name)
-        values["questions"] = _with_paraphrase_model(values.get("questions") or {}, env.paraphrase_model)
+        values["questions"] = _with_models(values.get("questions") or {},
+                                           {name: getattr(env, name) for name in QUESTION_MODELS})
         return cls(**values)  # validated whole: an error's location names the nested field (questions.per_template)
 
 
-def _with_paraphrase_model(questions: QuestionSettings | dict, model: str | None) -> QuestionSettings | dict:
-    """The question settings with $EHRBENCH_PARAPHRASE_MODEL as their paraphrasing model when they name none."""
+QUESTION_MODELS = ("paraphrase_model", "note_question_model")  # question settings an EHRBENCH_* variable fills
+
+
+def _with_models(questions: QuestionSettings | dict, models: dict[str, str | None]) -> QuestionSettings | dict:
+    """The question settings with the environment's models (`models`) where they name none."""
     if isinstance(questions, QuestionSettings):
-        if model and not questions.paraphrase_model:
-            return questions.model_copy(update={"paraphrase_model": model})
-        return questions
-    return {**questions, "paraphrase_model": questions.get("paraphrase_model") or model}
+        missing = {name: model for name, model in models.items() if model and not getattr(questions, name)}
+        return questions.model_copy(update=missing) if missing else questions
+    return {**questions, **{name: questions.get(name) or model for name, model in models.items()}}
 
 
 class EvaluationParameters(BaseModel):

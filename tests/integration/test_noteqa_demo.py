@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from hashlib import sha256
 from pathlib import Path
 
 import duckdb
@@ -122,3 +123,58 @@ def test_a_prompt_beyond_the_models_context_is_reported_and_not_sent(demo, tmp_p
     assert (row["status"], row["stop_reason"], row["correct"], row["answer_judge"]) == (
         "completed", "context_exceeded", False, "no_answer")
     assert "not sent" in json.loads(row["transcript"])[-1]["content"]
+
+
+def test_llm_written_questions_over_the_demo_notes_are_filtered_cached_and_pass_the_checks(demo, tmp_path):
+    """Through the real openai SDK: a scripted model quotes each note's discharge disposition, answering with the
+    correct option at A for even patients (which the blind model, always "A", then guesses: rejected) and at C for
+    odd ones; a second run is answered from the cache without a request."""
+    from ehrbench.llm.cache import CachedChat, ResponseCache
+    from ehrbench.llm.chat import OpenAIChat
+    from ehrbench.noteqa.llm_generation import llm_questions
+    from ehrbench.noteqa.suite import checked
+    from tests.llm_servers import Reply
+
+    notes = _demo_notes(demo)
+    notes = {subject: notes[subject] for subject in sorted(notes)[:12]}
+    places = ["HOME", "HOSPICE", "REHAB", "SKILLED NURSING FACILITY", "DIED", "AGAINST ADVICE", "HOME HEALTH CARE"]
+
+    def policy(request):
+        content = request.body["messages"][-1]["content"]
+        if request.body["messages"][0]["role"] != "system":
+            return Reply(text="A")  # the blind model
+        patient = int(content.split("Patient ID : ", 1)[1].split("\n", 1)[0])
+        place = content.split("Discharge Disposition:\n", 1)[1].split("\n", 1)[0]
+        others = [p for p in places if p != place][:4]
+        options = [place, *others] if patient % 2 == 0 else [others[0], others[1], place, others[2], others[3]]
+        return Reply(text=json.dumps({
+            # questions differ (a digest of the patient): same-worded ones with one answer would be duplicates
+            "question": f"Where did the patient go after admission {sha256(str(patient).encode()).hexdigest()}?",
+            "choices": dict(zip("ABCDE", options, strict=True)), "answer": "A" if patient % 2 == 0 else "C",
+            "evidence": f"Discharge Disposition:\n{place}", "open_answer": place.title()}))
+
+    with OpenAIServer() as server:
+        server.respond(policy)
+        model = CachedChat(OpenAIChat("scripted", base_url=server.base_url, timeout_s=5, max_retries=0),
+                           ResponseCache(tmp_path / "llm.sqlite"))
+        questions, report = llm_questions(notes, model, seed=0, blind=model)
+        asked = len(server.requests)
+        again, _ = llm_questions(notes, model, seed=0, blind=model)
+        assert len(server.requests) == asked  # every reply came from the cache
+    odd = [subject for subject in notes if subject % 2]
+    assert [q["patient_id"] for q in questions] == odd and again == questions
+    assert report.to_dict()["rejected"] == {"guessable": len(notes) - len(odd)}
+    records = checked([{"question_id": str(q["patient_id"]), **q} for q in questions], notes)
+    assert all(r["span_in_notes"] and r["options_distinct"] and r["answer_is_reference"] and r["notes_found"]
+               for r in records)
+
+
+def _demo_notes(demo: Path) -> dict:
+    """The demo build's synthetic notes per patient, from its notes file (the questions' patients)."""
+    from ehrbench.noteqa.suite import read_notes_file
+
+    notes: dict[int, list] = {}
+    for note in sorted(read_notes_file(BuildLayout(demo).noteqa_notes(synthetic=True)).values(),
+                       key=lambda n: (n.subject_id, n.charttime, n.note_seq)):
+        notes.setdefault(note.subject_id, []).append(note)
+    return notes

@@ -77,6 +77,9 @@ def build(
     paraphrase_model: Annotated[str | None, typer.Option(
         help="Chat model that paraphrases the questions: openai:<model>[@<base_url>] or gemini:<model>. Default: "
              "$EHRBENCH_PARAPHRASE_MODEL, else the templates' own phrasings.")] = None,
+    note_question_model: Annotated[str | None, typer.Option(
+        help="Chat model that writes the noteqa questions over the notes (and rejects those it answers without "
+             "them). Default: $EHRBENCH_NOTE_QUESTION_MODEL, else template questions.")] = None,
     dq_recipes: Annotated[Path | None, typer.Option(
         help="Recipe file (YAML) of the data-quality audit tasks. Default: the suite's own recipes.")] = None,
     verbose: Verbose = False,
@@ -89,7 +92,8 @@ def build(
         mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
         start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
         mimic_iv_on_fhir=mimic_iv_on_fhir,
-        questions={"per_template": questions_per_template, "paraphrase_model": paraphrase_model},
+        questions={"per_template": questions_per_template, "paraphrase_model": paraphrase_model,
+                   "note_question_model": note_question_model},
         dq={"recipes": dq_recipes.resolve() if dq_recipes else None}))
     use_prefect(root, verbose=verbose)
     from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command

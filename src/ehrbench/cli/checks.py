@@ -131,10 +131,11 @@ def build_parameters(given: dict[str, Any]) -> BuildParameters:
             source = "--" + field.replace("_", "-") if given.get(field) else f"${variable(field)}"
             refuse(f"{source}: {path} {'is not a directory' if path.exists() else 'does not exist'}; "
                     "expected a release directory")
-    paraphrase_model = parameters.questions.paraphrase_model
-    if paraphrase_model:
-        from_option = given["questions"].get("paraphrase_model")
-        check_model_spec(paraphrase_model, "--paraphrase-model" if from_option else f"${variable('paraphrase_model')}")
+    for name in ("paraphrase_model", "note_question_model"):
+        model = getattr(parameters.questions, name)
+        if model:
+            from_option = given["questions"].get(name)
+            check_model_spec(model, "--" + name.replace("_", "-") if from_option else f"${variable(name)}")
     if parameters.dq.recipes:  # a broken recipe file fails before any stage runs
         from ehrbench.dq.recipes import load_recipes
 

@@ -48,6 +48,7 @@ NOTE_QUESTION_SCHEMA = pa.schema([
     # ehrbench's hidden gold and provenance
     ("template", pa.string()), ("hadm_id", pa.int64()), ("note_ids", pa.list_(pa.string())), ("span", pa.string()),
     ("reference_answer", pa.string()), ("seed", pa.int64()),
+    ("model_answer", pa.string()),  # an LLM-written question's own open-ended answer (the gold is reference_answer)
     ("generator", pa.string()),  # template | llm:<model> | imported
     ("notes_source", pa.string()),  # synthetic | mimic_iv_note
     ("notes_tokens", pa.int64()),  # cl100k tokens of the notes block (the level's measure)
