@@ -136,3 +136,28 @@ def read_demo_csv(demo_dir, name: str) -> list[dict[str, str]]:
     """The rows of one gzipped CSV of a demo release as raw text, e.g. read_demo_csv(dir, "hosp/labevents.csv.gz")."""
     with gzip.open(demo_dir / name, "rt", newline="") as handle:
         return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def demo(request) -> Path:
+    """The demo build's folder: $EHRBENCH_DEMO_BUILD (a build made beforehand, to run a module alone), else the
+    session's `demo_build`."""
+    if os.environ.get("EHRBENCH_DEMO_BUILD"):
+        return Path(os.environ["EHRBENCH_DEMO_BUILD"]).resolve()
+    return request.getfixturevalue("demo_build")["folder"]
+
+
+@pytest.fixture(scope="module")
+def demo_data(tmp_path_factory, demo):
+    """A data directory of the module's own whose `benchmarks/` holds the demo build (linked, as `latest` too), for
+    task sets and runs that must not touch the session's data directory."""
+    from ehrbench.layout import DataLayout
+    from ehrbench.tasksets.formats import BuildInfo
+
+    root = tmp_path_factory.mktemp("data")
+    build = BuildInfo.load(demo)
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks" / build.build_id).symlink_to(build.folder)
+    (root / "benchmarks" / "latest").symlink_to(build.build_id)
+    return DataLayout(root=root)
+

@@ -6,7 +6,6 @@ on the same server, under a real Prefect server; and a prompt beyond the model's
 from __future__ import annotations
 
 import json
-import os
 from hashlib import sha256
 from pathlib import Path
 
@@ -17,31 +16,13 @@ import pytest
 from ehrbench.agents.config import parse_agents
 from ehrbench.evaluation.tasks import load_tasks, taskset_tasks
 from ehrbench.evaluation.trial import run_trial
-from ehrbench.layout import BuildLayout, DataLayout
+from ehrbench.layout import BuildLayout
 from ehrbench.noteqa.published import LETTERS, answer_prompt
-from ehrbench.tasksets.formats import BuildInfo
 from ehrbench.tasksets.importer import plan_import, run_import
 from tests.gold_policy import GoldPolicy
 from tests.llm_servers import OpenAIServer
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def demo(request) -> Path:
-    if os.environ.get("EHRBENCH_DEMO_BUILD"):
-        return Path(os.environ["EHRBENCH_DEMO_BUILD"]).resolve()
-    return request.getfixturevalue("demo_build")["folder"]
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory, demo) -> DataLayout:
-    root = tmp_path_factory.mktemp("noteqa-data")
-    build = BuildInfo.load(demo)
-    (root / "benchmarks").mkdir()
-    (root / "benchmarks" / build.build_id).symlink_to(build.folder)
-    (root / "benchmarks" / "latest").symlink_to(build.build_id)
-    return DataLayout(root=root)
 
 
 def test_the_build_has_validated_note_questions_over_labelled_synthetic_notes(demo):
@@ -66,11 +47,11 @@ def test_the_build_has_validated_note_questions_over_labelled_synthetic_notes(de
     assert pq.read_table(build.noteqa_quarantine).num_rows == 0
 
 
-def test_the_ehrnoteqa_export_imports_back_as_the_same_tasks(data, demo):
+def test_the_ehrnoteqa_export_imports_back_as_the_same_tasks(demo_data, demo):
     export = BuildLayout(demo).ehrnoteqa_export
-    manifest = run_import(plan_import(data, "ehrnoteqa", [export / "EHRNoteQA.jsonl"],
+    manifest = run_import(plan_import(demo_data, "ehrnoteqa", [export / "EHRNoteQA.jsonl"],
                                       notes=export / "synthetic_note"))
-    imported = taskset_tasks(data.taskset(manifest.name), demo)
+    imported = taskset_tasks(demo_data.taskset(manifest.name), demo)
     built = load_tasks(demo, ("noteqa",))
     assert len(imported) == len(built) == 2 * manifest.tasks
     for mine, theirs in zip(built, imported, strict=True):
@@ -81,14 +62,14 @@ def test_the_ehrnoteqa_export_imports_back_as_the_same_tasks(data, demo):
                                                                            mine.gold.answer_text)
 
 
-def test_an_llm_agent_answers_both_formats_and_the_judge_votes(data, demo, prefect_api_url):
+def test_an_llm_agent_answers_both_formats_and_the_judge_votes(demo_data, demo, prefect_api_url):
     from flows.evaluate import evaluate_agents
 
     with OpenAIServer() as server:
         server.respond(GoldPolicy(demo))
         folder = evaluate_agents(agents=[f"llm:scripted@{server.base_url}"], agent_options={"max_retries": 0},
                                  suites=["noteqa"], judge_model=f"openai:scripted@{server.base_url}",
-                                 judge_votes=3, limit=6, trials=2, run_id="noteqa-llm", data_dir=str(data.root),
+                                 judge_votes=3, limit=6, trials=2, run_id="noteqa-llm", data_dir=str(demo_data.root),
                                  report=False)
         bodies = server.bodies()
     trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()

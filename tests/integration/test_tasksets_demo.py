@@ -8,7 +8,6 @@ data directory, which gets the task sets and the results."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import duckdb
@@ -16,8 +15,6 @@ import pytest
 
 from ehrbench.evaluation.results import load_trials
 from ehrbench.evaluation.taskset_metrics import metric_table_by_taskset
-from ehrbench.layout import DataLayout
-from ehrbench.tasksets.formats import BuildInfo
 from ehrbench.tasksets.importer import plan_import, run_import
 from tests.conftest import SHARED_DATA
 
@@ -35,27 +32,10 @@ def _trials(run_folder: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def demo(request) -> Path:
-    if os.environ.get("EHRBENCH_DEMO_BUILD"):
-        return Path(os.environ["EHRBENCH_DEMO_BUILD"]).resolve()
-    return request.getfixturevalue("demo_build")["folder"]
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory, demo) -> DataLayout:
-    root = tmp_path_factory.mktemp("data")
-    build = BuildInfo.load(demo)
-    (root / "benchmarks").mkdir()
-    (root / "benchmarks" / build.build_id).symlink_to(build.folder)
-    (root / "benchmarks" / "latest").symlink_to(build.build_id)
-    return DataLayout(root=root)
-
-
-@pytest.fixture(scope="module")
-def valid(data):
+def valid(demo_data):
     if not VALID.is_dir():
         pytest.skip(f"EHRSQL-2024 data not found at {VALID}")
-    return run_import(plan_import(data, "ehrsql2024", [VALID]))
+    return run_import(plan_import(demo_data, "ehrsql2024", [VALID]))
 
 
 def test_the_published_valid_split_is_reproduced_on_the_demo_build(valid):
@@ -65,14 +45,14 @@ def test_the_published_valid_split_is_reproduced_on_the_demo_build(valid):
     assert (report.executed, report.compared, report.reproduced, report.mismatches) == (931, 931, 931, [])
 
 
-def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(data, valid, demo, prefect_api_url):
+def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(demo_data, valid, demo, prefect_api_url):
     from flows.evaluate import evaluate_agents
 
     chatqa_export = demo / "exports" / "chatqa"
-    chatqa = run_import(plan_import(data, "ehrchatqa", sorted(chatqa_export.glob("*_incre.json")), "chatqa-incre"))
+    chatqa = run_import(plan_import(demo_data, "ehrchatqa", sorted(chatqa_export.glob("*_incre.json")), "chatqa-incre"))
     assert chatqa.reproduction.compared == chatqa.reproduction.reproduced > 0
     folder = evaluate_agents(agents=["oracle", "abstain"], suites=["ehrsql"], tasksets=[valid.name, chatqa.name],
-                             limit=40, run_id="tasksets", data_dir=str(data.root), report=False)
+                             limit=40, run_id="tasksets", data_dir=str(demo_data.root), report=False)
     rows = {(row["agent"], row["suite"], row["taskset"]): row for row in metric_table_by_taskset(Path(folder))}
     assert set(rows) == {(agent, suite, taskset) for agent in ("abstain", "oracle") for suite, taskset in (
         ("ehrsql", None), ("ehrsql", valid.name), ("chatqa", chatqa.name))}
@@ -87,20 +67,20 @@ def test_oracle_and_abstain_run_a_task_set_apart_from_the_generated_suite(data, 
     assert 0 < unanswerable < 1 and abstain["RS(10)"] == pytest.approx(unanswerable)
 
 
-def test_fhir_agentbench_runs_on_the_view_its_questions_were_answered_on(data, prefect_api_url):
+def test_fhir_agentbench_runs_on_the_view_its_questions_were_answered_on(demo_data, prefect_api_url):
     """The published file on the mimic_iv_on_fhir view: every gold id but the two whose chartevents rows the shared
     demo lacks is there, and the oracle (the published answer and ids) scores 1 with retrieval P = R = 1."""
     if not FHIR_AGENTBENCH.is_file():
         pytest.skip(f"FHIR-AgentBench's question file not found at {FHIR_AGENTBENCH}")
     from flows.evaluate import evaluate_agents
 
-    imported = run_import(plan_import(data, "fhir-agentbench", [FHIR_AGENTBENCH]))
+    imported = run_import(plan_import(demo_data, "fhir-agentbench", [FHIR_AGENTBENCH]))
     coverage = imported.reproduction.fhir_ids
     assert imported.tasks == 2931 and imported.targets == ["fhir/mimic_iv_on_fhir"] and not imported.warnings
     assert sum(c.published for c in coverage.values()) == 27_634
     assert {kind: c.published - c.found for kind, c in coverage.items() if c.found < c.published} == {"Observation": 2}
     folder = evaluate_agents(agents=["oracle"], suites=["fhir"], tasksets=[imported.name], limit=30,
-                             run_id="fhir-agentbench", data_dir=str(data.root), report=False)
+                             run_id="fhir-agentbench", data_dir=str(demo_data.root), report=False)
     (row,) = [row for row in metric_table_by_taskset(Path(folder)) if row["taskset"] == imported.name]
     assert (row["agent"], row["suite"], row["tasks"]) == ("oracle", "fhir", 30)
     assert (row["success_rate"], row["retrieval_precision"], row["retrieval_recall"]) == (1.0, 1.0, 1.0)
@@ -113,7 +93,7 @@ def test_fhir_agentbench_runs_on_the_view_its_questions_were_answered_on(data, p
     assert any(not t["retrieved_fhir_ids"] for t in trials) and any(t["retrieved_fhir_ids"] for t in trials)
 
 
-def test_the_papers_five_agents_run_through_a_model_server_in_process_and_over_http(data, demo, prefect_api_url):
+def test_the_papers_five_agents_run_through_a_model_server_in_process_and_over_http(demo_data, demo, prefect_api_url):
     """Each of FHIR-AgentBench's agent designs, as an LLM agent over HTTP (a scripted OpenAI-compatible server that
     fetches the patient's encounters, runs code when offered only code, and answers), on the imported task set, once
     reading the build's view in-process and once asking `ehrbench fhir serve` over HTTP (`fhir_base_url`): every
@@ -130,8 +110,8 @@ def test_the_papers_five_agents_run_through_a_model_server_in_process_and_over_h
     from tests.llm_servers import OpenAIServer, Reply
 
     name = "fhir-agentbench"
-    if not (data.tasksets / name).is_dir():
-        run_import(plan_import(data, "fhir-agentbench", [FHIR_AGENTBENCH]))
+    if not (demo_data.tasksets / name).is_dir():
+        run_import(plan_import(demo_data, "fhir-agentbench", [FHIR_AGENTBENCH]))
     offered: set[tuple[str, ...]] = set()
 
     def policy(request) -> Reply:
@@ -159,7 +139,7 @@ def test_the_papers_five_agents_run_through_a_model_server_in_process_and_over_h
                    "options": {"fhir_variant": design, "max_retries": 0, **options}}
                   for design in designs for suffix, options in (("", {}), ("@http", {"fhir_base_url": fhir_url}))]
         folder = evaluate_agents(agents=agents, tasksets=[name], limit=1, run_id="five-designs",
-                                 data_dir=str(data.root), report=False)
+                                 data_dir=str(demo_data.root), report=False)
     trials = _trials(Path(folder))
     assert sorted(t["agent"] for t in trials) == sorted(a["name"] for a in agents)
     assert all(t["status"] == "completed" and t["stop_reason"] == "finished" for t in trials), trials
