@@ -29,6 +29,11 @@ from ehrbench.seeding import keyed_rng
 LEVEL_1_MAX_TOKENS = 3500  # EHRNoteQA's Level 1 fits a 4k context; longer note sets are Level 2
 
 
+def level(notes: str) -> str:
+    """EHRNoteQA's level of a notes block: Level1 when it fits a 4k context (LEVEL_1_MAX_TOKENS), else Level2."""
+    return "Level1" if count_text(notes) <= LEVEL_1_MAX_TOKENS else "Level2"
+
+
 @dataclass(frozen=True)
 class AdmissionFacts:
     """One row of int_notes__mimic_iv__admission_facts (the columns the templates ask about)."""
@@ -110,7 +115,7 @@ def _patient_question(subject_id: int, admissions: list[AdmissionFacts], notes: 
         choices = [options[int(i)] for i in order]
         return {
             "patient_id": subject_id,
-            "category": "Level1" if count_text(text) <= LEVEL_1_MAX_TOKENS else "Level2",
+            "category": level(text),
             "num_notes": len(notes),
             "clinician": None,
             "question": template.question.format(date=target.dischtime.strftime("%Y-%m-%d")),

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from ehrbench.llm.chat import ChatModel
-from ehrbench.llm.token_count import count_text
-from ehrbench.noteqa.generation import LEVEL_1_MAX_TOKENS
+from ehrbench.noteqa.generation import level
 from ehrbench.noteqa.published import LETTERS, MAX_NOTES, notes_block
 from ehrbench.noteqa.records import DischargeNote
+from ehrbench.noteqa.text import first_letter, options_distinct, plain
 from ehrbench.seeding import keyed_rng
 
 # ehrbench's reading of "eight diverse topics" (the paper's list is not in the repository)
@@ -98,14 +98,14 @@ def llm_questions(notes: Mapping[int, Sequence[DischargeNote]], model: ChatModel
         if blind is not None and _guessed(blind, item):
             report.rejected["guessable"] += 1
             continue
-        if any(fuzz.ratio(_plain(item["question"]), _plain(k["question"])) >= DUPLICATE_RATIO
-               and _plain(item["choices"][item["answer"]]) == _plain(k["reference_answer"]) for k in kept):
+        if any(fuzz.ratio(plain(item["question"]), plain(k["question"])) >= DUPLICATE_RATIO
+               and plain(item["choices"][item["answer"]]) == plain(k["reference_answer"]) for k in kept):
             report.rejected["duplicate"] += 1
             continue
         choices = item["choices"]
         kept.append({
             "patient_id": subject_id, "num_notes": len(asked), "clinician": None, "question": item["question"],
-            "category": "Level1" if count_text(block) <= LEVEL_1_MAX_TOKENS else "Level2",
+            "category": level(block),
             **{f"choice_{letter}": choices[letter] for letter in LETTERS}, "answer": item["answer"],
             "template": topic, "hadm_id": None, "note_ids": [note.note_id for note in asked],
             "span": item["span"], "reference_answer": choices[item["answer"]], "model_answer": item["open_answer"],
@@ -130,7 +130,7 @@ def _read_reply(reply: str, block: str) -> tuple[dict | None, str]:
     span = _locate(item["evidence"], block)
     if span is None:
         return None, "evidence_not_in_notes"
-    if len({_plain(c) for c in choices.values()}) != len(LETTERS):
+    if not options_distinct(choices[letter] for letter in LETTERS):
         return None, "options_not_distinct"
     return {"question": item["question"].strip(), "choices": {k: v.strip() for k, v in choices.items()},
             "answer": item["answer"].strip(), "span": span,
@@ -150,9 +150,4 @@ def _guessed(blind: ChatModel, item: dict) -> bool:
     """The blind model, without the notes, picks the correct letter (its first standalone letter A-E)."""
     [reply] = blind.complete([{"role": "user", "content": BLIND_PROMPT.format(question=item["question"],
                                                                               **item["choices"])}], temperature=0.0)
-    letter = re.search(r"\b([A-E])\b", reply or "")
-    return letter is not None and letter.group(1) == item["answer"]
-
-
-def _plain(text: str) -> str:
-    return " ".join(text.lower().split())
+    return first_letter(reply) == item["answer"]

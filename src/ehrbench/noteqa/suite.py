@@ -31,6 +31,7 @@ from ehrbench.llm.token_count import count_text
 from ehrbench.noteqa.generation import AdmissionFacts, generate_questions
 from ehrbench.noteqa.published import LETTERS, MAX_NOTES, notes_block
 from ehrbench.noteqa.records import DischargeNote
+from ehrbench.noteqa.text import options_distinct
 from ehrbench.questions.suites import write_once
 
 NOTES_DATABASE = "mimic_iv"  # the notes are MIMIC-IV's (the suite's `db`)
@@ -99,7 +100,7 @@ def checked(records: Iterable[Mapping], notes: Mapping[int, Sequence[DischargeNo
         out.append({**record, "notes_tokens": count_text(block),
                     "notes_found": len(found) == len(record["note_ids"]) == record["num_notes"] and bool(found),
                     "span_in_notes": bool(record.get("span")) and record["span"] in block,
-                    "options_distinct": all(choices) and len({_plain(c) for c in choices}) == len(LETTERS),
+                    "options_distinct": options_distinct(choices),
                     "answer_is_reference": bool(correct) and correct == record.get("reference_answer")})
     return out
 
@@ -157,6 +158,3 @@ def note_row(note: DischargeNote) -> dict:
     return {"note_id": note.note_id, "subject_id": note.subject_id, "hadm_id": note.hadm_id, "note_type": "DS",
             "note_seq": note.note_seq, "charttime": note.charttime, "storetime": None, "text": note.text}
 
-
-def _plain(text: str) -> str:
-    return " ".join(text.lower().split())

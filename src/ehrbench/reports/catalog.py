@@ -45,11 +45,6 @@ union all select 'dq', task_id, 'dq_family', family from dq_tasks
 union all select 'dq', task_id, 'dq_variant', variant from dq_tasks
 """
 
-NO_NOTE_QUESTIONS = """(select * from (values (null::varchar, null::varchar, null::varchar, null::varchar, null::int,
-    null::varchar, null::varchar, null::varchar, null::varchar)) t(question_id, db, question, category, num_notes,
-    template, notes_source, answer, reference_answer) where false)"""
-
-
 def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> None:
     """Create `task_text` and `task_facets` for `build_dir` (empty when it is None or has no tasks)."""
     questions = BuildLayout(build_dir).questions if build_dir else None
@@ -68,13 +63,17 @@ def register_build(con: duckdb.DuckDBPyConnection, build_dir: Path | None) -> No
                     [task_id, task.instruction.read_text(), task_id.removesuffix("_clues"),
                      "clues" if task_id.endswith("_clues") else "base"])
     noteqa = BuildLayout(build_dir).noteqa_questions if build_dir else None
-    con.execute(f"""
+    if noteqa is not None and noteqa.is_file():
+        con.execute("create or replace temp table note_questions as select * from read_parquet(?)", [str(noteqa)])
+    else:
+        con.execute("""create or replace temp table note_questions (question_id varchar, db varchar, question varchar,
+                       category varchar, num_notes int, template varchar, notes_source varchar, answer varchar,
+                       reference_answer varchar)""")
+    con.execute("""
         create or replace temp table noteqa_tasks as
         select question_id || '-' || format as task_id, format, db, question, category, num_notes, template,
                notes_source, answer || '. ' || reference_answer as gold_answer
-        from {"read_parquet(?)" if noteqa is not None and noteqa.is_file() else NO_NOTE_QUESTIONS},
-             (values ('multichoice'), ('openended')) formats(format)""",
-                [str(noteqa)] if noteqa is not None and noteqa.is_file() else [])
+        from note_questions, (values ('multichoice'), ('openended')) formats(format)""")
     con.execute("""
         create or replace temp table task_text as
         select suite, question_id as task_id, db, question, context, is_answerable, gold_sql_duckdb as gold_sql,

@@ -14,17 +14,16 @@ showed them) and format, the gold's letter among those options; an abstention is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ehrbench.llm.tool_chat import ToolChatModel, Usage
 from ehrbench.noteqa.published import LETTERS, MAX_NEW_TOKENS, Format, judge_prompt, judge_verdict
+from ehrbench.noteqa.text import first_letter, plain
 from ehrbench.tasks import AgentAnswer, EvalTask
 
 PROTOCOL = "ehrnoteqa"
 
-_LETTER = re.compile(r"\b([A-E])\b")
 
 
 @dataclass(frozen=True)
@@ -48,10 +47,9 @@ def published_correct(kind: Format, *, answer_text: str | None, question: str, n
         return NoteQaJudgement(False, "no_answer", (), Usage())
     if model is None:
         if kind == "multichoice":
-            found = _LETTER.search(answer_text)
-            return NoteQaJudgement(found is not None and found.group(1) == answer, "letter", (), Usage())
-        correct_text = _plain(choices[LETTERS.index(answer)])
-        return NoteQaJudgement(bool(correct_text) and correct_text in _plain(answer_text), "match", (), Usage())
+            return NoteQaJudgement(first_letter(answer_text) == answer, "letter", (), Usage())
+        correct_text = plain(choices[LETTERS.index(answer)])
+        return NoteQaJudgement(bool(correct_text) and correct_text in plain(answer_text), "match", (), Usage())
     request = judge_prompt(kind, output=answer_text, question=question, notes=notes, choices=choices, answer=answer)
     replies, usage, right = [], Usage(), 0
     for _ in range(votes):
@@ -75,6 +73,3 @@ def score_trial(task: EvalTask, answer: AgentAnswer, model: ToolChatModel | None
     return {"reward": float(verdict.correct), "correct": verdict.correct, "answer": text,
             "answer_judge": verdict.method, "published_correct": verdict.correct, "published_judge": verdict.method}
 
-
-def _plain(text: str) -> str:
-    return " ".join(text.lower().split())
