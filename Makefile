@@ -18,6 +18,9 @@ REPORT_DIR ?= $(or $(EHRBENCH_REPORT_DIR),$(CURDIR)/reports/site)
 WORK_POOL ?= local
 MIMIC_IV_DIR ?= $(EHRBENCH_MIMIC_IV_DIR)
 EICU_DIR ?= $(EHRBENCH_EICU_DIR)
+# MIMIC-IV-Note (optional, credentialed): the noteqa suite then asks over its discharge summaries (needs
+# NOTE_QUESTION_MODEL=… or EHRBENCH_NOTE_QUESTION_MODEL); without it, over synthetic notes.
+MIMIC_IV_NOTE_DIR ?= $(EHRBENCH_MIMIC_IV_NOTE_DIR)
 # Published EHRSQL-2024 mimic_iv/ folder (optional): its valid questions get FHIR resource-id ground truth.
 EHRSQL2024_DIR ?= $(EHRBENCH_EHRSQL2024_DIR)
 # The CDN files of the Great Expectations Data Docs, pinned in reports/gx_assets/ and installed with npm: every
@@ -38,6 +41,7 @@ export PREFECT_PROFILES_PATH := $(PREFECT_HOME)/profiles.toml
 export EHRBENCH_DATA_DIR := $(DATA_DIR)
 export EHRBENCH_MIMIC_IV_DIR := $(MIMIC_IV_DIR)
 export EHRBENCH_EICU_DIR := $(EICU_DIR)
+export EHRBENCH_MIMIC_IV_NOTE_DIR := $(MIMIC_IV_NOTE_DIR)
 export EHRBENCH_EHRSQL2024_DIR := $(EHRSQL2024_DIR)
 # prefect.yaml's pull step goes to {{ $$EHRBENCH_REPO_DIR }}: resolved by `prefect deploy`, else by the
 # worker's flow-run process at run time, so both get it.
@@ -85,7 +89,7 @@ $(GX_ASSETS)/node_modules/.package-lock.json: $(GX_ASSETS)/package.json $(GX_ASS
 	  "(install Node.js and npm, then make gx-assets)"; exit 0; }; \
 	cd $(GX_ASSETS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 
-build: ## build a benchmark (MIMIC_IV_DIR=… EICU_DIR=… local copies, else download; EHRSQL2024_DIR=… to ground its questions in FHIR)
+build: ## build a benchmark (MIMIC_IV_DIR=… EICU_DIR=… local copies, else download; EHRSQL2024_DIR=… to ground its questions in FHIR; MIMIC_IV_NOTE_DIR=… real notes for noteqa)
 	$(UV) run ehrbench build $(if $(SEED),--seed $(SEED))
 
 builds: ## list published builds
@@ -203,6 +207,7 @@ deploy: ## register prefect.yaml's deployments (build-benchmark/demo, evaluate-a
 	PREFECT_API_URL=$(API_URL) EHRBENCH_REPO_DIR=$(CURDIR) \
 	  EHRBENCH_MIMIC_IV_DIR=$(abspath $(MIMIC_IV_DIR)) EHRBENCH_EICU_DIR=$(abspath $(EICU_DIR)) \
 	  EHRBENCH_EHRSQL2024_DIR=$(abspath $(EHRSQL2024_DIR)) \
+	  EHRBENCH_MIMIC_IV_NOTE_DIR=$(if $(MIMIC_IV_NOTE_DIR),$(abspath $(MIMIC_IV_NOTE_DIR))) \
 	  $(UV) run prefect --no-prompt deploy --all
 
 stop: ## stop the worker, then the server (by PID), then PostgreSQL, and point the profile back at ephemeral mode

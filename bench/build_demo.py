@@ -35,8 +35,8 @@ with connect(layout.warehouse) as con:
         ingest_release(con, release_for(dataset), Path(folder), origin="local")
 """,
     "transform": """
-from ehrbench.transform import run_dbt
-run_dbt(["build", "--select", "staging"], warehouse=layout.warehouse, work_dir=layout.dbt_work)
+from ehrbench.transform import run_dbt, staging_selection
+run_dbt(["build", "--select", *staging_selection()], warehouse=layout.warehouse, work_dir=layout.dbt_work)
 """,
     "validate": """
 import json

@@ -51,14 +51,14 @@ PREPARE = """
 from ehrbench.profiles import profile_vars
 from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
-from ehrbench.transform import run_dbt
+from ehrbench.transform import run_dbt, staging_selection
 from ehrbench.warehouse import connect
 with connect(layout.warehouse) as con:
     for dataset, folder in (("mimic_iv", args["mimic_iv_dir"]), ("eicu", args["eicu_dir"])):
         ingest_release(con, release_for(dataset), Path(folder), origin="local")
 # Same --vars as the timed steps: dbt reparses everything when the vars change, so this run leaves partial
 # parsing warm for them. The seed is loaded here because `dbt run` does not load seeds.
-for command in (["build", "--select", "staging"], ["seed", "--select", "ehrchatqa_rename_map"]):
+for command in (["build", "--select", *staging_selection()], ["seed", "--select", "ehrchatqa_rename_map"]):
     run_dbt(command, warehouse=layout.warehouse, work_dir=layout.dbt_work, vars=profile_vars(0))
 out = {}
 """

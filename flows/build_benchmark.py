@@ -43,7 +43,7 @@ from ehrbench.parameter_errors import one_line_errors
 from ehrbench.profiles import BENCHMARK_DATABASES, ProfileVars
 from ehrbench.progress import log_to_file
 from ehrbench.publish import discard, new_build_id, remove_unfinished_builds, staging_dir
-from ehrbench.settings import BuildParameters, DqSettings, Edition, QuestionSettings, default_data_dir
+from ehrbench.settings import BuildParameters, DqSettings, Edition, NotesSource, QuestionSettings, default_data_dir
 from ehrbench.stack.static_files import data_docs_link
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_databases
@@ -72,6 +72,8 @@ def build_benchmark(
     eicu_preset: str = "ehrchatqa",
     ehrsql2024_dir: str | None = None,
     mimic_iv_on_fhir: bool = True,
+    mimic_iv_note_dir: str | None = None,
+    notes: NotesSource | None = None,
     questions: QuestionSettings | None = None,
     dq: DqSettings | None = None,
     data_dir: str | None = None,
@@ -82,6 +84,8 @@ def build_benchmark(
     downloaded from PhysioNet into data/raw/. `ehrsql2024_dir` (or EHRBENCH_EHRSQL2024_DIR): the published
     EHRSQL-2024 mimic_iv/ folder, whose valid questions then get FHIR resource-id ground truth. `mimic_iv_on_fhir`:
     also build the FHIR view FHIR-AgentBench was built on (every raw row; large from the full MIMIC-IV).
+    `mimic_iv_note_dir` (or EHRBENCH_MIMIC_IV_NOTE_DIR): a MIMIC-IV-Note release, whose discharge summaries the noteqa
+    suite then asks over; `notes`: synthetic or mimic_iv_note (default: mimic_iv_note with a directory).
     `questions`: how many questions per template, the kept share of empty answers, the quarantine threshold, the
     paraphrasing model (default: EHRBENCH_PARAPHRASE_MODEL, else offline phrasings). `dq`: the recipe file of the
     data-quality audit tasks (default: the suite's own). `data_dir` defaults to EHRBENCH_DATA_DIR or ./data.
@@ -91,7 +95,8 @@ def build_benchmark(
             mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
             mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
             start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
-            mimic_iv_on_fhir=mimic_iv_on_fhir, questions=questions, dq=dq)
+            mimic_iv_on_fhir=mimic_iv_on_fhir, mimic_iv_note_dir=mimic_iv_note_dir, notes=notes,
+            questions=questions, dq=dq)
     recipes = load_recipes(parameters.dq.recipes)  # a broken recipe file fails the build before any stage runs
     dbt_vars = ProfileVars.for_build(parameters.seed, parameters.eicu_preset, current_time=parameters.current_time,
                                      start_year=parameters.start_year, time_span=parameters.time_span,
@@ -125,7 +130,7 @@ def build_benchmark(
                 releases = ingest(parameters, layout)
                 done(ingest_detail(releases))
             with stage("transform") as done:
-                dbt_runs = transform(layout, dbt_vars, logs)
+                dbt_runs = transform(layout, dbt_vars, logs, [release.dataset for release in releases])
                 done(dbt_detail(dbt_runs))
             absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
             with stage("validate") as done:
@@ -148,7 +153,7 @@ def build_benchmark(
                 done(dq_detail(audit_tasks))
             with stage("noteqa") as done:
                 notes_run, note_questions = build_note_questions(layout, build_dir, dbt_vars, parameters.seed,
-                                                                 parameters.questions, logs)
+                                                                 parameters.questions, logs, parameters.notes_source)
                 done(noteqa_detail(note_questions))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),

@@ -1,7 +1,8 @@
 """[1/9] ingest: get each raw release (local copy or PhysioNet download), verify it against SHA256SUMS.txt and
 load it into the warehouse as raw_<dataset>.<table>.
 
-    per release (MIMIC-IV, eICU): download (unless a local copy is given) → load (verify, reuse unchanged tables)
+    per release (MIMIC-IV, eICU; MIMIC-IV-Note when the noteqa suite asks over real notes): download (unless a local
+      copy is given) → load (verify, reuse unchanged tables)
       → artifacts `ingest-files` (per file: verification, rows) and `ingest-summary`.
 """
 
@@ -61,6 +62,8 @@ def ingest(parameters: BuildParameters, layout: DataLayout) -> list[ReleaseInges
     """Returns, per release, where it came from and one record per table."""
     sources = {"mimic_iv": (parameters.mimic_iv_dir, parameters.mimic_iv_edition),
                "eicu": (parameters.eicu_dir, parameters.eicu_edition)}
+    if parameters.notes_source == "mimic_iv_note":  # credentialed, no demo: only when asked for
+        sources["mimic_iv_note"] = (parameters.mimic_iv_note_dir, "full")
     releases: list[ReleaseIngest] = []
     for dataset, (local_dir, edition) in sources.items():
         if local_dir is not None:

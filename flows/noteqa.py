@@ -1,12 +1,15 @@
 """[8/9] noteqa: questions over a patient's discharge summaries, EHRNoteQA-style
 (docs/benchmarks.md#ehrnoteqa-accuracy).
 
-    dbt (models/notes/: SYNTHETIC discharge summaries in MIMIC-IV-Note's layout, written from each admission's
-      structured rows, and the facts they state)
+    dbt (models/notes/mimic_iv/: SYNTHETIC discharge summaries in MIMIC-IV-Note's layout, written from each
+      admission's structured rows, and the facts they state; or, when the build asks over real notes,
+      models/notes/mimic_iv_note/: MIMIC-IV-Note's of the build's patients, times shifted like the databases')
+      → at most `note_patients` patients (a seeded sample beyond)
       → one question per patient over their first three notes: written by an LLM when a note-question model is set
         (ehrbench.noteqa.llm_generation: cached, filtered — evidence in the notes, distinct options, not guessable
         without the notes, no near-duplicates), else from a template about the notes' known facts
-        (ehrbench.noteqa.generation); its checks computed from the notes (ehrbench.noteqa.suite.checked)
+        (ehrbench.noteqa.generation; synthetic notes only); its checks computed from the notes
+        (ehrbench.noteqa.suite.checked)
       → validate with Great Expectations (expectations/noteqa.json): failures go to quarantine/noteqa.parquet, the
         build fails only when the quarantined share passes the questions' threshold
       → write noteqa/ (questions with hidden gold, the notes asked over) and exports/ehrnoteqa/ (EHRNoteQA's files)
@@ -22,6 +25,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from ehrbench.environment import environment
+from ehrbench.errors import ConfigError
 from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.llm.cache import CachedChat, ResponseCache
 from ehrbench.llm.chat import chat_model
@@ -29,14 +33,17 @@ from ehrbench.noteqa.llm_generation import llm_questions
 from ehrbench.noteqa.suite import (
     NOTE_QUESTION_SCHEMA,
     NOTES_DATABASE,
+    NOTES_MODELS,
     asked_notes,
     checked,
+    patients_asked,
+    read_notes,
     read_synthetic_notes,
     template_questions,
     write_note_questions,
 )
 from ehrbench.profiles import ProfileVars
-from ehrbench.settings import QuestionSettings
+from ehrbench.settings import NotesSource, QuestionSettings
 from ehrbench.transform import DbtRun, run_dbt
 from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
 from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
@@ -47,26 +54,39 @@ NOTE_QUESTION_SUITE = EXPECTATIONS_DIR / "noteqa.json"
 
 @flow(name="noteqa")
 def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
-                         settings: QuestionSettings, log_dir: Path) -> tuple[DbtRun, dict]:
+                         settings: QuestionSettings, log_dir: Path,
+                         notes_source: NotesSource = "synthetic") -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `noteqa` entry: notes source, generator, counts, files, validation."""
     logger = get_run_logger()
-    run = run_dbt(["build", "--select", "notes"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
+    run = run_dbt(["build", "--select", NOTES_MODELS[notes_source]], warehouse=layout.warehouse,
+                  work_dir=layout.dbt_work, vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)
-    facts, notes = read_synthetic_notes(layout.warehouse)
+    if notes_source == "synthetic":
+        facts, every_note = read_synthetic_notes(layout.warehouse)
+    else:
+        facts, every_note = [], read_notes(layout.warehouse, notes_source)
+    notes = patients_asked(every_note, settings.note_patients, seed)
     model = settings.note_question_model or environment().note_question_model
     if model:
-        questions, generation = write_with_llm(notes, model, seed, layout.root)
-    else:
-        questions, generation = template_questions(facts, notes, seed=seed, notes_source="synthetic"), {}
+        questions, generation = write_with_llm(notes, model, seed, layout.root, notes_source)
+    elif notes_source == "synthetic":
+        questions, generation = template_questions(facts, notes, seed=seed, notes_source=notes_source), {}
+    else:  # BuildParameters refuses this before any stage runs; a direct call of the flow gets the same words
+        raise ConfigError("noteqa over MIMIC-IV-Note needs a note-question model: template questions exist only for "
+                          "synthetic notes")
     validation = validate_note_questions(questions, build_dir, settings.max_quarantine_share)
     kept = [q for q in questions if q["question_id"] not in validation.quarantined]
-    files = write_note_questions(kept, asked_notes(kept, notes), build_dir, synthetic=True)
-    publish_artifacts(kept)
-    logger.info("noteqa: %d questions kept of %d, over %d synthetic notes", len(kept), len(questions),
-                sum(len(found) for found in notes.values()))
-    return run, {"notes_source": "synthetic", "notes": sum(len(found) for found in notes.values()),
-                 "patients_with_notes": len(notes), "generated": len(questions), "kept": len(kept),
+    synthetic = notes_source == "synthetic"
+    files = write_note_questions(kept, asked_notes(kept, notes), build_dir, synthetic=synthetic)
+    publish_artifacts(kept, notes_source)
+    logger.info("noteqa: %d questions kept of %d, over %d %s notes of %d patients", len(kept), len(questions),
+                sum(len(found) for found in notes.values()), "SYNTHETIC" if synthetic else "MIMIC-IV-Note",
+                len(notes))
+    return run, {"notes_source": notes_source,
+                 "notes_times": "as written from the raw rows" if synthetic else "shifted: ehrsql2024 offsets",
+                 "notes": sum(len(found) for found in every_note.values()),
+                 "patients_with_notes": len(every_note), "patients_asked": len(notes),
+                 "generated": len(questions), "kept": len(kept),
                  "quarantined": validation.quarantined_count, "files": files,
                  "by_level": dict(Counter(q["category"] for q in kept)),
                  "by_num_notes": {str(n): c for n, c in sorted(Counter(q["num_notes"] for q in kept).items())},
@@ -76,12 +96,13 @@ def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: Prof
 
 
 @task(name="write-note-questions", task_run_name="write-note-questions/llm", cache_policy=NO_CACHE)
-def write_with_llm(notes: dict, model: str, seed: int, data_dir: Path) -> tuple[list[dict], dict]:
+def write_with_llm(notes: dict, model: str, seed: int, data_dir: Path,
+                   notes_source: NotesSource) -> tuple[list[dict], dict]:
     """LLM-written questions (responses cached in the paraphrases' cache), with the filters' counts."""
     cache = ResponseCache(environment().paraphrase_cache or data_dir / "cache" / "llm.sqlite")
     chat = CachedChat(chat_model(model), cache)
     written, report = llm_questions(notes, chat, seed=seed, blind=chat)
-    records = [{"question_id": str(q["patient_id"]), "db": NOTES_DATABASE, **q, "notes_source": "synthetic"}
+    records = [{"question_id": str(q["patient_id"]), "db": NOTES_DATABASE, **q, "notes_source": notes_source}
                for q in written]
     get_run_logger().info("noteqa: %s wrote %d questions for %d patients; rejected %s", model, report.kept,
                           report.asked, dict(report.rejected))
@@ -101,8 +122,9 @@ def validate_note_questions(records: list[dict], build_dir: Path, max_quarantine
     return validation
 
 
-def publish_artifacts(kept: list[dict]) -> None:
+def publish_artifacts(kept: list[dict], notes_source: NotesSource) -> None:
     counts = Counter((q["category"], q["num_notes"], q["template"]) for q in kept)
+    source = "SYNTHETIC" if notes_source == "synthetic" else "MIMIC-IV-Note"
     table_artifact(key="noteqa", table=[{"level": level, "notes": n, "template": template, "questions": count}
                                         for (level, n, template), count in sorted(counts.items())],
-                   description="Note questions per level, note count and template (notes: SYNTHETIC)")
+                   description=f"Note questions per level, note count and template (notes: {source})")

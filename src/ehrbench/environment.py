@@ -34,10 +34,15 @@ class Environment(BaseSettings):
         "Where the evaluation dashboard is rendered (`--out` / `report_dir` override it)."))
     mimic_iv_dir: Path | None = Field(None, description="Local MIMIC-IV release (hosp/, icu/); else downloaded.")
     eicu_dir: Path | None = Field(None, description="Local eICU release; else downloaded.")
+    mimic_iv_note_dir: Path | None = Field(None, description=(
+        "Local MIMIC-IV-Note release (note/discharge.csv.gz, ...): the noteqa suite asks over its discharge "
+        "summaries."))
     ehrsql2024_dir: Path | None = Field(None, description=(
         "The published EHRSQL-2024 mimic_iv/ folder: its valid questions get FHIR resource-id ground truth."))
     mimic_iv_url: str | None = Field(None, description="Download location of the MIMIC-IV release (a mirror).")
     eicu_url: str | None = Field(None, description="Download location of the eICU release (a mirror).")
+    mimic_iv_note_url: str | None = Field(None, description=(
+        "Download location of the MIMIC-IV-Note release (a mirror)."))
     paraphrase_model: str | None = Field(None, description=(
         "Chat model that paraphrases questions (openai:<model>[@<base_url>] or gemini:<model>); else the "
         "templates' hand-written phrasings."))
@@ -62,7 +67,8 @@ class Environment(BaseSettings):
 
     def release_url(self, dataset: str) -> str | None:
         """The download location that overrides a dataset's PhysioNet URL, if any."""
-        return {"mimic_iv": self.mimic_iv_url, "eicu": self.eicu_url}.get(dataset)
+        return {"mimic_iv": self.mimic_iv_url, "eicu": self.eicu_url,
+                "mimic_iv_note": self.mimic_iv_note_url}.get(dataset)
 
 
 def environment(environ: Mapping[str, str] | None = None) -> Environment:

@@ -120,8 +120,12 @@ class NoteQaEntry(ManifestPart):
 
     notes_source: str | None = Field(None, description=(
         "synthetic (written by ehrbench from structured rows, labelled so) or mimic_iv_note."))
+    notes_times: str | None = Field(None, description=(
+        "The notes' charttime: as written from the raw rows (synthetic), or shifted by the ehrsql2024 profile's "
+        "per-patient offsets (MIMIC-IV-Note's, so that a note lines up with its admission in the databases)."))
     notes: int = Field(0, description="Discharge summaries available.")
     patients_with_notes: int = 0
+    patients_asked: int = Field(0, description="Patients asked about (at most questions.note_patients, sampled).")
     generated: int = 0
     kept: int = 0
     quarantined: int = 0

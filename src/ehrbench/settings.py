@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ehrbench.environment import environment
 
 Edition = Literal["demo", "full"]
+NotesSource = Literal["synthetic", "mimic_iv_note"]  # what the noteqa suite asks over
 
 # Parameter ranges (issue 17): a value outside them is refused before any Prefect server or build starts, in one line
 # naming the parameter, the value and the range (ehrbench.parameter_errors).
@@ -63,6 +64,9 @@ class QuestionSettings(BaseModel):
         "Chat model that writes the noteqa questions over the notes, EHRNoteQA-style, and (without the notes) "
         "rejects the guessable ones (openai:<model>[@<base_url>] or gemini:<model>). Default: "
         "$EHRBENCH_NOTE_QUESTION_MODEL, else template questions over the synthetic notes' known facts."))
+    note_patients: int = Field(1000, ge=1, le=1_000_000, description=(
+        "Most patients the noteqa suite asks about, one question each (a seeded sample when more patients have "
+        "notes; EHRNoteQA asks 962). Bounds the note-question model's calls on the full MIMIC-IV-Note."))
 
 
 class DqSettings(BaseModel):
@@ -79,6 +83,14 @@ class BuildParameters(BaseModel):
     mimic_iv_dir: Path | None = Field(
         None, description="Local MIMIC-IV release (hosp/, icu/); downloaded from PhysioNet when empty.")
     eicu_dir: Path | None = Field(None, description="Local eICU release; downloaded from PhysioNet when empty.")
+    mimic_iv_note_dir: Path | None = Field(None, description=(
+        "Local MIMIC-IV-Note 2.2 release (note/discharge.csv.gz, ...): the noteqa suite then asks over its discharge "
+        "summaries."))
+    notes: NotesSource | None = Field(None, description=(
+        "Notes the noteqa suite asks over: 'synthetic' (written by the build from the structured rows) or "
+        "'mimic_iv_note' (the credentialed release: the local copy of mimic_iv_note_dir, else downloaded with "
+        "PHYSIONET_USERNAME/PASSWORD; needs a note-question model). Default: mimic_iv_note when mimic_iv_note_dir is "
+        "given, else synthetic."))
     mimic_iv_edition: Edition = Field("demo", description="Which MIMIC-IV release to download: demo or full.")
     eicu_edition: Edition = Field("demo", description="Which eICU release to download: demo or full.")
     strict_checksums: bool = Field(False, description="Fail on local files that do not match SHA256SUMS.txt.")
@@ -107,12 +119,13 @@ class BuildParameters(BaseModel):
 
     @classmethod
     def from_environment(cls, **overrides) -> BuildParameters:
-        """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_EHRSQL2024_DIR and the
+        """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_MIMIC_IV_NOTE_DIR /
+        EHRBENCH_EHRSQL2024_DIR and the
         question models from EHRBENCH_PARAPHRASE_MODEL / EHRBENCH_NOTE_QUESTION_MODEL where not given (so the manifest
         records what was used)."""
         values = {k: v for k, v in overrides.items() if v not in (None, "")}
         env = environment()
-        for name in ("mimic_iv_dir", "eicu_dir", "ehrsql2024_dir"):
+        for name in SOURCE_DIRS:
             if name not in values and getattr(env, name):
                 values[name] = getattr(env, name)
         values["questions"] = _with_models(values.get("questions") or {},
@@ -120,6 +133,24 @@ class BuildParameters(BaseModel):
         return cls(**values)  # validated whole: an error's location names the nested field (questions.per_template)
 
 
+    @property
+    def notes_source(self) -> NotesSource:
+        """The notes the noteqa suite asks over (see `notes`)."""
+        return self.notes or ("mimic_iv_note" if self.mimic_iv_note_dir else "synthetic")
+
+    @model_validator(mode="after")
+    def _real_notes_need_a_writer(self) -> BuildParameters:
+        # template questions exist only for the synthetic notes, whose facts the build knows
+        if self.notes_source == "mimic_iv_note" and not self.questions.note_question_model:
+            raise ValueError("notes from MIMIC-IV-Note need a note-question model to write their questions "
+                             "(questions.note_question_model, --note-question-model or EHRBENCH_NOTE_QUESTION_MODEL); "
+                             "template questions exist only for synthetic notes")
+        if self.notes == "synthetic" and self.mimic_iv_note_dir:
+            raise ValueError("notes='synthetic' contradicts mimic_iv_note_dir; give one of them")
+        return self
+
+
+SOURCE_DIRS = ("mimic_iv_dir", "eicu_dir", "mimic_iv_note_dir", "ehrsql2024_dir")  # filled from EHRBENCH_<NAME>
 QUESTION_MODELS = ("paraphrase_model", "note_question_model")  # question settings an EHRBENCH_* variable fills
 
 

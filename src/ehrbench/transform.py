@@ -19,6 +19,12 @@ from ehrbench.errors import TransformError
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 
 
+def staging_selection(datasets: Sequence[str] = ("mimic_iv", "eicu")) -> list[str]:
+    """dbt selectors of the staging models of `datasets` (models/staging/<dataset>/); MIMIC-IV-Note's are staged only
+    when a build ingested it."""
+    return [f"staging.{dataset}" for dataset in datasets]
+
+
 @dataclass(frozen=True)
 class NodeResult:
     unique_id: str
@@ -92,7 +98,7 @@ def _dbt_environment(warehouse: Path) -> Iterator[None]:
 def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: dict | None = None,
             project_dir: Path = PROJECT_DIR, log_dir: Path | None = None,
             on_log: Callable[[str], None] | None = None) -> DbtRun:
-    """Run one dbt command (e.g. ["build", "--select", "staging"]); raise TransformError on failure.
+    """Run one dbt command (e.g. ["build", "--select", "staging.mimic_iv"]); raise TransformError on failure.
 
     dbt's log is appended to `<log_dir>/dbt.log` (default `<work_dir>/logs/`); `on_log` gets its warnings and errors.
     """

@@ -91,6 +91,12 @@ def test_an_llm_agent_answers_both_formats_and_the_judge_votes(demo_data, demo, 
     choices = tuple(task.view.choices[LETTERS.index(letter)] for letter in shown["option_order"])
     assert answer_prompt("multichoice", task.view.notes, task.view.instruction, choices) in [
         b["messages"][0]["content"] for b in readers]
+    # the letter the correct option was shown at, for the report's position bias: the file's letter moved with it
+    file_letter = task.gold.published_answer
+    assert shown["correct_option"] == LETTERS[shown["option_order"].index(file_letter)]
+    assert (multichoice[multichoice["trial"] == 0]["correct_option"].tolist()
+            == [tasks[t].gold.published_answer for t in multichoice[multichoice["trial"] == 0]["task_id"]])
+    assert trials[trials["task_id"].str.endswith("-openended")]["correct_option"].isna().all()
 
 
 def test_a_prompt_beyond_the_models_context_is_reported_and_not_sent(demo, tmp_path):

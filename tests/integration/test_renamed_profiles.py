@@ -20,7 +20,7 @@ from ehrbench.profiles import PROFILE_SELECTION, BenchmarkDatabase, profile_vars
 from ehrbench.renaming import published_rename, rename_sql, table_name_value_columns
 from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
-from ehrbench.transform import run_dbt
+from ehrbench.transform import run_dbt, staging_selection
 from ehrbench.warehouse import connect, drop_schemas
 from tests.conftest import SHARED_DATA
 
@@ -37,7 +37,7 @@ def built(mimic_demo_dir, eicu_demo_dir, tmp_path_factory) -> dict:
         ingest_release(con, release_for("mimic_iv"), mimic_demo_dir, origin="local")
         ingest_release(con, release_for("eicu"), eicu_demo_dir, origin="local")
     # models only: the build tests run every dbt test of the profiles through the flow
-    run = run_dbt(["build", "--select", "staging", *PROFILE_SELECTION, "--exclude-resource-type", "test"],
+    run = run_dbt(["build", "--select", *staging_selection(), *PROFILE_SELECTION, "--exclude-resource-type", "test"],
                   warehouse=warehouse, work_dir=root / "dbt",
                   vars=profile_vars(seed=0))
     assert run.count("error") == 0 and run.count("fail") == 0, run.summary

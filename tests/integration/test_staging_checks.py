@@ -12,7 +12,7 @@ import pytest
 from ehrbench.errors import TransformError
 from ehrbench.sources import release_for
 from ehrbench.sources.ingest import ingest_release
-from ehrbench.transform import run_dbt
+from ehrbench.transform import run_dbt, staging_selection
 from ehrbench.validation import load_suite, validate_suite
 from ehrbench.warehouse import connect
 
@@ -28,7 +28,7 @@ def staged_warehouse(mimic_demo_dir, eicu_demo_dir, tmp_path_factory) -> Path:
     with connect(warehouse) as con:
         for dataset, folder in (("mimic_iv", mimic_demo_dir), ("eicu", eicu_demo_dir)):
             ingest_release(con, release_for(dataset), folder, origin="local")
-    run = run_dbt(["build", "--select", "staging"], warehouse=warehouse, work_dir=root / "dbt")
+    run = run_dbt(["build", "--select", *staging_selection()], warehouse=warehouse, work_dir=root / "dbt")
     assert run.count("error") == 0 and run.count("fail") == 0
     assert run.count("success") == 26  # one view per staged table
     assert run.count("warn") == 1  # not_empty on the absent optional eICU vitalPeriodic
@@ -63,7 +63,7 @@ def test_dbt_failure_names_the_failing_test(staged_warehouse, tmp_path):
     copy = broken_copy(staged_warehouse, tmp_path,
                        "insert into raw_mimic_iv.patients select * from raw_mimic_iv.patients limit 1")
     with pytest.raises(TransformError) as caught:
-        run_dbt(["build", "--select", "staging"], warehouse=copy, work_dir=tmp_path / "dbt")
+        run_dbt(["build", "--select", *staging_selection()], warehouse=copy, work_dir=tmp_path / "dbt")
     assert "unique_stg_mimic_iv__patients_subject_id" in str(caught.value)
 
 

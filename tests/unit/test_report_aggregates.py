@@ -233,6 +233,25 @@ def test_breakdowns_by_facet_with_wilson_intervals(tmp_path):
     assert found[("dq_variant", "dq", "clues")].tasks == 1
 
 
+def test_position_bias_is_success_by_the_letter_the_correct_option_was_shown_at(tmp_path):
+    # agent a: right whenever the correct option is shown at A (3 of 3), never at C (0 of 2), 1 of 2 at E; an
+    # invalid trial and an open-ended one (no position) do not count; agent b: one trial at A, wrong
+    rows = [trial(suite="noteqa", task=f"q{i}-multichoice", k=k, correct_option=letter, reward=reward)
+            for i, (k, letter, reward) in enumerate([(0, "A", 1.0), (1, "A", 1.0), (2, "A", 1.0), (0, "C", 0.0),
+                                                     (1, "C", 0.0), (0, "E", 1.0), (1, "E", 0.0)])]
+    rows += [trial(suite="noteqa", task="q9-multichoice", k=3, correct_option="C", status="invalid", reward=None),
+             trial(suite="noteqa", task="q0-openended"),
+             trial(agent="b", suite="noteqa", task="q0-multichoice", correct_option="A", reward=0.0)]
+    with open_run(write_run(tmp_path, "r", rows)) as con:
+        found = {(b.agent, b.value): b for b in aggregates.position_bias(con)}
+    assert set(found) == {("a", "A"), ("a", "C"), ("a", "E"), ("b", "A")}
+    assert {key: (b.tasks, b.trials, b.success_rate.value) for key, b in found.items()} == {
+        ("a", "A"): (3, 3, 1.0), ("a", "C"): (2, 2, 0.0), ("a", "E"): (2, 2, 0.5), ("b", "A"): (1, 1, 0.0)}
+    assert all(b.facet == "noteqa_answer_position" and b.suite == "noteqa" for b in found.values())
+    assert (found[("a", "E")].success_rate.low, found[("a", "E")].success_rate.high) == pytest.approx(
+        aggregates.wilson(1, 2))
+
+
 def test_pass_curve_starts_at_the_success_rate_and_diverges(tmp_path):
     rows = [trial(task="t1", k=0), trial(task="t1", k=1, reward=0.0), trial(task="t1", k=2, reward=0.0),
             trial(task="t2", k=0), trial(task="t2", k=1), trial(task="t2", k=2)]

@@ -80,6 +80,16 @@ def build(
     note_question_model: Annotated[str | None, typer.Option(
         help="Chat model that writes the noteqa questions over the notes (and rejects those it answers without "
              "them). Default: $EHRBENCH_NOTE_QUESTION_MODEL, else template questions.")] = None,
+    mimic_iv_note_dir: Annotated[Path | None, typer.Option(
+        help="Local MIMIC-IV-Note 2.2 release (note/discharge.csv.gz, ...): noteqa asks over its discharge "
+             "summaries (needs a note-question model). Default: $EHRBENCH_MIMIC_IV_NOTE_DIR, else synthetic "
+             "notes.")] = None,
+    notes: Annotated[str | None, typer.Option(
+        help="Notes noteqa asks over: synthetic, or mimic_iv_note (downloaded with PhysioNet credentials unless "
+             "--mimic-iv-note-dir is given). Default: mimic_iv_note with a MIMIC-IV-Note directory, else "
+             "synthetic.")] = None,
+    note_patients: Annotated[int, typer.Option(
+        help="Most patients noteqa asks about, one question each (a seeded sample beyond).")] = 1000,
     dq_recipes: Annotated[Path | None, typer.Option(
         help="Recipe file (YAML) of the data-quality audit tasks. Default: the suite's own recipes.")] = None,
     verbose: Verbose = False,
@@ -91,9 +101,9 @@ def build(
         mimic_iv_dir=mimic_iv_dir, eicu_dir=eicu_dir, strict_checksums=strict_checksums, seed=seed,
         mimic_iv_edition=mimic_iv_edition, eicu_edition=eicu_edition, current_time=current_time,
         start_year=start_year, time_span=time_span, eicu_preset=eicu_preset, ehrsql2024_dir=ehrsql2024_dir,
-        mimic_iv_on_fhir=mimic_iv_on_fhir,
+        mimic_iv_on_fhir=mimic_iv_on_fhir, mimic_iv_note_dir=mimic_iv_note_dir, notes=notes,
         questions={"per_template": questions_per_template, "paraphrase_model": paraphrase_model,
-                   "note_question_model": note_question_model},
+                   "note_question_model": note_question_model, "note_patients": note_patients},
         dq={"recipes": dq_recipes.resolve() if dq_recipes else None}))
     use_prefect(root, verbose=verbose)
     from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
@@ -106,7 +116,8 @@ def build(
             strict_checksums=strict_checksums, seed=seed, mimic_iv_edition=mimic_iv_edition,
             eicu_edition=eicu_edition, current_time=current_time, start_year=start_year, time_span=time_span,
             eicu_preset=eicu_preset, ehrsql2024_dir=str(ehrsql2024_dir) if ehrsql2024_dir else None,
-            mimic_iv_on_fhir=mimic_iv_on_fhir, questions=parameters.questions, dq=parameters.dq, data_dir=str(root))
+            mimic_iv_on_fhir=mimic_iv_on_fhir, mimic_iv_note_dir=str(mimic_iv_note_dir) if mimic_iv_note_dir else None,
+            notes=notes, questions=parameters.questions, dq=parameters.dq, data_dir=str(root))
     _result(folder)
 
 

@@ -16,7 +16,7 @@ from ehrbench.environment import variable
 from ehrbench.errors import ConfigError, EhrbenchError
 from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.parameter_errors import Loc, one_line
-from ehrbench.settings import RUN_ID_FORM, BuildParameters, default_data_dir, is_run_id
+from ehrbench.settings import RUN_ID_FORM, SOURCE_DIRS, BuildParameters, default_data_dir, is_run_id
 
 # Messages echo user text (agent specs, paths): no markup, no emoji codes, no highlighting.
 err = Console(stderr=True, markup=False, emoji=False, highlight=False)
@@ -125,7 +125,7 @@ def build_parameters(given: dict[str, Any]) -> BuildParameters:
     except ValidationError as exc:
         refuse(one_line(exc, BuildParameters, option_name))
     _check_shifted_time(parameters)
-    for field in ("mimic_iv_dir", "eicu_dir", "ehrsql2024_dir"):
+    for field in SOURCE_DIRS:
         path: Path | None = getattr(parameters, field)
         if path is not None and not path.is_dir():
             source = "--" + field.replace("_", "-") if given.get(field) else f"${variable(field)}"

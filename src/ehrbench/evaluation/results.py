@@ -62,6 +62,8 @@ TRIAL_SCHEMA = pa.schema([
     ("published_retrieval_precision", pa.float64()), ("published_retrieval_recall", pa.float64()),
     ("option_order", pa.string()),  # a noteqa multiple-choice trial's shown option order as the file's letters
     # ("CABED": file option C shown as A); null: the file's order (ehrbench.noteqa.options)
+    ("correct_option", pa.string()),  # the letter a noteqa multiple-choice trial showed the correct option at (the
+    # report's position bias: accuracy by this letter); null for other tasks
 ])
 # A task set's task ids hold its name (ehrbench.tasksets.model.task_id), so one key serves generated suites and task
 # sets alike: unique when a run mixes them, and the resume of a run skips a task set's completed trials as any other

@@ -60,7 +60,8 @@ def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, sandbo
             "agent": agent_name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
             "started_at": datetime.now(UTC), "sandbox": sandbox,
             "protocol": protocol_of(task) if view.suite != "dq" else None,
-            "option_order": order_label(view.option_order)}
+            "option_order": order_label(view.option_order),
+            "correct_option": task.gold.published_answer if view.qa_format == "multichoice" else None}
 
 
 def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, error: BaseException) -> dict:

@@ -33,8 +33,13 @@ from ehrbench.noteqa.published import LETTERS, MAX_NOTES, notes_block
 from ehrbench.noteqa.records import DischargeNote
 from ehrbench.noteqa.text import options_distinct
 from ehrbench.questions.suites import write_once
+from ehrbench.seeding import keyed_rng
+from ehrbench.settings import NotesSource
 
 NOTES_DATABASE = "mimic_iv"  # the notes are MIMIC-IV's (the suite's `db`)
+# where each source's notes are built (dbt models/notes/<folder>/, built by the noteqa stage): schema and selector
+NOTES_SCHEMAS: dict[str, str] = {"synthetic": "notes__mimic_iv", "mimic_iv_note": "notes__mimic_iv_note"}
+NOTES_MODELS: dict[str, str] = {"synthetic": "notes.mimic_iv", "mimic_iv_note": "notes.mimic_iv_note"}
 NOTE_COLUMNS = ("note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text")
 NOTE_SCHEMA = pa.schema([
     ("note_id", pa.string()), ("subject_id", pa.int64()), ("hadm_id", pa.int64()), ("note_type", pa.string()),
@@ -57,24 +62,44 @@ NOTE_QUESTION_SCHEMA = pa.schema([
 ])
 
 
+def read_notes(warehouse: Path, source: NotesSource) -> dict[int, list[DischargeNote]]:
+    """The discharge summaries the suite can ask over, per patient in charttime order (ties: note_seq, note_id): the
+    synthetic ones (dbt model notes__mimic_iv__discharge) or MIMIC-IV-Note's of the build's patients, in the shifted
+    databases' times (notes__mimic_iv_note__discharge)."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        rows = con.execute(f"""
+            select note_id, subject_id, hadm_id, note_seq, strftime(charttime, '%Y-%m-%d %H:%M:%S'), text
+            from {NOTES_SCHEMAS[source]}.discharge order by subject_id, charttime, note_seq, note_id""").fetchall()
+    finally:
+        con.close()
+    notes: dict[int, list[DischargeNote]] = {}
+    for row in rows:
+        notes.setdefault(row[1], []).append(DischargeNote(*row))
+    return notes
+
+
 def read_synthetic_notes(warehouse: Path) -> tuple[list[AdmissionFacts], dict[int, list[DischargeNote]]]:
-    """The admissions' facts and the synthetic discharge summaries (dbt models notes__mimic_iv__discharge and
-    int_notes__mimic_iv__admission_facts), notes per patient in charttime order (ties: note_seq, note_id)."""
+    """The admissions' facts (int_notes__mimic_iv__admission_facts) and the synthetic discharge summaries."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         facts = [AdmissionFacts(*row) for row in con.execute("""
             select subject_id, hadm_id, note_seq, dischtime, length_of_stay_days, principal_diagnosis,
                    first_abnormal_lab, discharge_location
             from int_notes__mimic_iv.int_notes__mimic_iv__admission_facts order by subject_id, note_seq""").fetchall()]
-        rows = con.execute("""
-            select note_id, subject_id, hadm_id, note_seq, strftime(charttime, '%Y-%m-%d %H:%M:%S'), text
-            from notes__mimic_iv.discharge order by subject_id, charttime, note_seq, note_id""").fetchall()
     finally:
         con.close()
-    notes: dict[int, list[DischargeNote]] = {}
-    for row in rows:
-        notes.setdefault(row[1], []).append(DischargeNote(*row))
-    return facts, notes
+    return facts, read_notes(warehouse, "synthetic")
+
+
+def patients_asked(notes: Mapping[int, Sequence[DischargeNote]], limit: int,
+                   seed: int) -> dict[int, list[DischargeNote]]:
+    """At most `limit` patients' notes: every patient when they are fewer, else a seeded sample (in patient order)."""
+    if len(notes) <= limit:
+        return {subject: list(found) for subject, found in notes.items()}
+    subjects = sorted(notes)
+    chosen = keyed_rng(seed, "noteqa-patients").choice(len(subjects), size=limit, replace=False)
+    return {subjects[i]: list(notes[subjects[i]]) for i in sorted(chosen)}
 
 
 def template_questions(facts: Sequence[AdmissionFacts], notes: Mapping[int, Sequence[DischargeNote]], *, seed: int,

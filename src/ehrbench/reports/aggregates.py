@@ -289,6 +289,21 @@ def breakdowns(con: duckdb.DuckDBPyConnection) -> list[BreakdownRow]:
             for r in rows]
 
 
+def position_bias(con: duckdb.DuckDBPyConnection) -> list[BreakdownRow]:
+    """Note QA multiple-choice success per letter the correct option was shown at (facet `noteqa_answer_position`),
+    agent and suite: EHRNoteQA's position bias. Trial 0 shows the file's order, later trials a seeded shuffle
+    (ehrbench.noteqa.options), so with several trials every letter gets the same questions. Runs made before the
+    `correct_option` column have none."""
+    rows = _rows(con, """
+        select 'noteqa_answer_position' as facet, correct_option as value, agent, suite,
+               count(distinct task_id) as tasks, count(*) as trials, sum(coalesce(reward, 0)) as reward_sum
+        from trials where correct_option is not null and status <> 'invalid'
+        group by all order by suite, value, agent""")
+    return [BreakdownRow(r["facet"], r["value"], r["agent"], r["suite"], int(r["tasks"]), int(r["trials"]),
+                         Estimate(r["reward_sum"] / r["trials"], *wilson(r["reward_sum"], int(r["trials"]))))
+            for r in rows]
+
+
 def pass_curves(con: duckdb.DuckDBPyConnection) -> list[PassCurvePoint]:
     """Pass@k and Pass^k for k = 1 … the fewest trials a task of the (agent, suite) has."""
     rows = _rows(con, """

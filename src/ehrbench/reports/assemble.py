@@ -99,7 +99,7 @@ def report_data(results_root: Path, run_id: str, benchmarks_root: Path, *, boots
         suites=sorted(board, key=lambda s: (SUITES.index(s) if s in SUITES else len(SUITES), s)),
         bootstrap=bootstrap, metrics={suite: aggregates.suite_metrics(suite) for suite in board},
         headline={suite: aggregates.headline(suite) for suite in board}, leaderboard=board,
-        breakdowns=aggregates.breakdowns(con), pass_curves=aggregates.pass_curves(con),
+        breakdowns=aggregates.breakdowns(con) + aggregates.position_bias(con), pass_curves=aggregates.pass_curves(con),
         failing=aggregates.failing_tasks(con), tasks=task_details(con, build_dir),
         build=catalog.build_info(build_dir, build_id))
     runs = series_runs(results_root, run_id, trend_prefix(run_id) if prefix is None else prefix, max_trend_runs)

@@ -24,6 +24,8 @@ FACET_LABELS = {
     "noteqa_level": "EHRNoteQA level (notes fit 4k / 8k tokens)",
     "noteqa_notes": "Discharge summaries asked over",
     "notes_source": "Notes (SYNTHETIC: written by ehrbench from structured rows)",
+    "noteqa_answer_position": "Note QA multiple-choice: the letter the correct option was shown at (position bias; "
+                              "trials after the first shuffle the options)",
 }
 BREAKDOWN_CHART_VALUES = 30  # beyond this many values (templates: 150+) a chart shows only the worst ones
 

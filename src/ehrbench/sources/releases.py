@@ -1,8 +1,9 @@
 """What each PhysioNet release looks like: where it lives, which files it has, their columns.
 
 The table layouts are package data (`data/tables.csv`, `data/<dataset>_columns.csv`), transcribed from
-the official Postgres DDL (MIT-LCP mimic-code for MIMIC-IV 2.2, eicu-code for eICU 2.0) and checked
-against the demo files' headers.
+the official Postgres DDL (MIT-LCP mimic-code for MIMIC-IV 2.2 and MIMIC-IV-Note 2.2, eicu-code for eICU 2.0) and
+checked against the demo files' headers. MIMIC-IV-Note has no demo: it is a credentialed release only, an optional
+source of a build's note QA.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Literal
 from ehrbench.environment import environment
 from ehrbench.errors import ConfigError
 
-Dataset = Literal["mimic_iv", "eicu"]
+Dataset = Literal["mimic_iv", "eicu", "mimic_iv_note"]
 Edition = Literal["demo", "full"]
-DATASETS: tuple[Dataset, ...] = ("mimic_iv", "eicu")
+DATASETS: tuple[Dataset, ...] = ("mimic_iv", "eicu", "mimic_iv_note")
 
 CHECKSUM_FILE = "SHA256SUMS.txt"
 
@@ -66,6 +67,7 @@ _RELEASES: dict[tuple[Dataset, Edition], Release] = {
     ("mimic_iv", "full"): Release("mimic_iv", "full", "2.2", _PHYSIONET + "mimiciv/2.2/", True),
     ("eicu", "demo"): Release("eicu", "demo", "2.0.1", _PHYSIONET + "eicu-crd-demo/2.0.1/", False),
     ("eicu", "full"): Release("eicu", "full", "2.0", _PHYSIONET + "eicu-crd/2.0/", True),
+    ("mimic_iv_note", "full"): Release("mimic_iv_note", "full", "2.2", _PHYSIONET + "mimic-iv-note/2.2/", True),
 }
 
 
@@ -74,8 +76,9 @@ def release_for(dataset: Dataset, edition: Edition = "demo") -> Release:
     try:
         release = _RELEASES[(dataset, edition)]
     except KeyError:
+        editions = sorted(e for d, e in _RELEASES if d == dataset)
         raise ConfigError(f"unknown release {dataset}/{edition}; expected dataset in {DATASETS}, "
-                         "edition 'demo' or 'full'") from None
+                          f"edition in {editions or ['demo', 'full']}") from None
     override = environment().release_url(dataset)
     if override:
         release = Release(dataset, edition, release.version, override.rstrip("/") + "/", release.credentialed)
