@@ -1,12 +1,16 @@
-"""build-benchmark: the whole pipeline, one subflow per stage ([n/9] in each stage's module and progress line).
+"""build-benchmark: the whole pipeline, one subflow per stage ([n/10] in each stage's module and progress line).
 
-    [1/9] ingest (flows/ingest.py) → [2/9] transform (dbt staging) → [3/9] validate (GX)
-      → [4/9] databases (dbt profiles, export; flows/databases.py)
-      → [5/9] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
-      → [6/9] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
-      → [7/9] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
+    [1/10] ingest (flows/ingest.py) → [2/10] transform (dbt staging) → [3/10] validate (GX)
+      → [4/10] databases (dbt profiles, export; flows/databases.py)
+      → [5/10] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth;
+        flows/fhir_view.py)
+      → [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
+      → [7/10] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
         flows/dq.py)
-      → [9/9] publish (manifest.json, atomic rename, `latest`)
+      → [8/10] noteqa (dbt notes, synthetic or MIMIC-IV-Note's → note questions → GX, quarantine; flows/noteqa.py)
+      → [9/10] meds (dbt MEDS events, codes, splits → MEDS files checked against the meds schemas;
+        flows/meds_export.py)
+      → [10/10] publish (manifest.json, atomic rename, `latest`)
 
 The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
 Nothing is published unless every stage succeeds; a failed build leaves `latest` as it was.
@@ -29,6 +33,7 @@ from ehrbench.build_summary import (
     dq_detail,
     fhir_detail,
     ingest_detail,
+    meds_detail,
     noteqa_detail,
     questions_detail,
     stage_line,
@@ -50,6 +55,7 @@ from flows.databases import build_databases
 from flows.dq import build_audit_tasks
 from flows.fhir_view import build_fhir
 from flows.ingest import ingest
+from flows.meds_export import build_meds
 from flows.noteqa import build_note_questions
 from flows.prefect_api import announce, artifact_url, markdown_artifact
 from flows.publish import publish_build
@@ -155,13 +161,18 @@ def build_benchmark(
                 notes_run, note_questions = build_note_questions(layout, build_dir, dbt_vars, parameters.seed,
                                                                  parameters.questions, logs, parameters.notes_source)
                 done(noteqa_detail(note_questions))
+            with stage("meds") as done:
+                mimic_iv = next({"edition": r.edition, "version": r.version} for r in releases
+                                if r.dataset == "mimic_iv")
+                meds_run, meds_datasets = build_meds(layout, build_dir, dbt_vars, logs, mimic_iv, created_at)
+                done(meds_detail(meds_datasets))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
-                                         [*dbt_runs, profile_run, fhir_run, dq_run, notes_run], validation,
+                                         [*dbt_runs, profile_run, fhir_run, dq_run, notes_run, meds_run], validation,
                                          row_counts, stages, dbt_vars.to_dbt_vars(), databases, fhir, question_sets,
-                                         audit_tasks, note_questions)
+                                         audit_tasks, note_questions, meds_datasets)
             with stage("publish") as done:
                 folder = publish_build(layout, manifest)
                 done(folder)
@@ -184,4 +195,4 @@ STAGE_ARTIFACTS = (("ingest", "ingest-summary"), ("ingest", "ingest-files"), ("t
                    ("validate", "validation-summary"), ("validate", "validation-results"), ("databases", "databases"),
                    ("fhir", "fhir"), ("questions", "questions"), ("questions", "questions-validation"),
                    ("questions", "questions-data-docs"), ("dq", "dq-tasks"), ("noteqa", "noteqa"),
-                   ("noteqa", "noteqa-validation"), ("publish", "build-published"))
+                   ("noteqa", "noteqa-validation"), ("meds", "meds"), ("publish", "build-published"))

@@ -1,4 +1,4 @@
-"""[4/9] databases: build the benchmark database profiles with dbt (time-shifted, normalised, EHRSQL-compatible,
+"""[4/10] databases: build the benchmark database profiles with dbt (time-shifted, normalised, EHRSQL-compatible,
 renamed) and export each as stand-alone DuckDB and SQLite files into the build folder.
 
     dbt build of every profile (renamed_random's schemas dropped first: their names change with the seed)

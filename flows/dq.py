@@ -1,4 +1,4 @@
-"""[7/9] dq: data-quality audit tasks (docs/benchmarks.md#data-quality-error-injection): seeded errors injected into an
+"""[7/10] dq: data-quality audit tasks (docs/benchmarks.md#data-quality-error-injection): seeded errors injected into an
 extract of the build's MIMIC-IV patients, with hidden cluster gold.
 
     dbt (models/dq/: a seeded patient sample under neutral table and column names, times shifted like the databases)

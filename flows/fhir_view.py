@@ -1,4 +1,4 @@
-"""[5/9] fhir: the FHIR R4 views, with MIMIC-IV on FHIR's ids: the EHRSQL-aligned one (the MIMIC-IV profiles'
+"""[5/10] fhir: the FHIR R4 views, with MIMIC-IV on FHIR's ids: the EHRSQL-aligned one (the MIMIC-IV profiles'
 patients, times shifted like the SQL databases) and `mimic_iv_on_fhir` (MIMIC-IV on FHIR's resources of every raw row,
 raw times: what FHIR-AgentBench was built on).
 

@@ -1,4 +1,4 @@
-"""[1/9] ingest: get each raw release (local copy or PhysioNet download), verify it against SHA256SUMS.txt and
+"""[1/10] ingest: get each raw release (local copy or PhysioNet download), verify it against SHA256SUMS.txt and
 load it into the warehouse as raw_<dataset>.<table>.
 
     per release (MIMIC-IV, eICU; MIMIC-IV-Note when the noteqa suite asks over real notes): download (unless a local

@@ -1,4 +1,4 @@
-"""[8/9] noteqa: questions over a patient's discharge summaries, EHRNoteQA-style
+"""[8/10] noteqa: questions over a patient's discharge summaries, EHRNoteQA-style
 (docs/benchmarks.md#ehrnoteqa-accuracy).
 
     dbt (models/notes/mimic_iv/: SYNTHETIC discharge summaries in MIMIC-IV-Note's layout, written from each

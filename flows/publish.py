@@ -1,4 +1,4 @@
-"""[9/9] publish: write manifest.json into the build's staging folder, rename it into data/benchmarks/<build_id>/
+"""[10/10] publish: write manifest.json into the build's staging folder, rename it into data/benchmarks/<build_id>/
 and point data/benchmarks/latest at it (ehrbench.publish); artifact `build-published`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""[6/9] questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
+"""[6/10] questions: fresh question sets from the templates (src/ehrbench/questions/templates/), on the build's
 agent-facing databases.
 
     generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)

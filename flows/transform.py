@@ -1,4 +1,4 @@
-"""[2/9] transform: `dbt build` of the staging models of every ingested release (typed, cleaned sources with YAML
+"""[2/10] transform: `dbt build` of the staging models of every ingested release (typed, cleaned sources with YAML
 tests); artifact `transform-dbt`."""
 
 from __future__ import annotations

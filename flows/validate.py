@@ -1,8 +1,8 @@
 """Great Expectations suites from expectations/.
 
-[3/9] validate: the staged tables; a failing expectation fails the build (artifacts `validation-results`,
+[3/10] validate: the staged tables; a failing expectation fails the build (artifacts `validation-results`,
 `validation-summary`).
-Within [6/9] questions — validate-questions: the generated questions; failing questions are quarantined
+Within [6/10] questions — validate-questions: the generated questions; failing questions are quarantined
 (`quarantine/questions.parquet`), the Data Docs written into the build (`reports/gx/`), and the build fails only when
 the quarantined share passes its threshold (artifacts `questions-validation`, `questions-data-docs`)."""
 

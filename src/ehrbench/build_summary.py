@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ehrbench.manifest import Manifest
-from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, NoteQaEntry, QuestionsEntry
+from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, MedsEntry, NoteQaEntry, QuestionsEntry
 from ehrbench.sources.ingest import ReleaseIngest
 from ehrbench.transform import DbtRun
 from ehrbench.validation import SuiteResult
 
-STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "noteqa", "publish")
+STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "noteqa", "meds", "publish")
 NEXT_STEPS = (
     ("uv run ehrbench evaluate --agent oracle --limit 20", "score a baseline on every suite"),
     ("make report", "that run's dashboard (reports/site/)"),
@@ -23,7 +23,7 @@ NEXT_STEPS = (
 
 
 def stage_line(name: str, seconds: float, detail: str) -> str:
-    """`[3/9] validate     12.4 s  2 suites, 412 expectations, 0 failed`."""
+    """`[3/10] validate     12.4 s  2 suites, 412 expectations, 0 failed`."""
     position = f"[{STAGES.index(name) + 1}/{len(STAGES)}]" if name in STAGES else "[-]"
     return f"{position} {name:<10} {seconds:6.1f} s  {detail}"
 
@@ -91,6 +91,12 @@ def noteqa_detail(noteqa: NoteQaEntry | Mapping) -> str:
             f"{noteqa.quarantined} quarantined")
 
 
+def meds_detail(meds: MedsEntry | Mapping) -> str:
+    meds = MedsEntry.model_validate(meds)
+    return "; ".join(f"{name}: {t.subjects:,} subjects, {t.events:,} events, {t.codes:,} codes"
+                     for name, t in meds.timelines.items()) + f" (MEDS {meds.meds_version}, schemas checked)"
+
+
 def _by_suite(questions: QuestionsEntry) -> Counter:
     """Questions kept per suite (the manifest counts them per suite and database)."""
     by_suite = Counter()
@@ -131,6 +137,8 @@ def _facts(manifest: Manifest, folder: Path, logs: Path | None) -> list[tuple[st
                     + (f", {manifest.noteqa.kept:,} noteqa over {manifest.noteqa.notes_source.upper()} notes"
                        if manifest.noteqa.notes_source else "")
                     + f"; {questions.quarantined + manifest.noteqa.quarantined} questions quarantined"]),
+        *([("meds", [", ".join(f"meds/{name}/ ({t.subjects:,} subjects, {t.events:,} events)"
+                                for name, t in manifest.meds.timelines.items())])] if manifest.meds.timelines else []),
         ("checks", [f"dbt {sum(dbt_counts.values())} nodes ({_counts(dbt_counts)}); GX {checks - failed}/{checks} "
                     f"expectations met; FHIR {manifest.fhir.validated:,} resources valid"]),
     ]

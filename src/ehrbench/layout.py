@@ -28,6 +28,8 @@ the FHIR endpoint and other people's tools read them. tests/unit/test_layout.py 
         exports/ehrnoteqa/EHRNoteQA.jsonl, …/note/discharge.csv.gz             hidden (gold, EHRNoteQA's formats;
                                                                              …/synthetic_note/ for synthetic notes)
         quarantine/noteqa.parquet                                            hidden (authors')
+        meds/<raw|shifted>/data/<shard>.parquet, …/metadata/{codes.parquet, subject_splits.parquet, dataset.json}
+                                                                             agent-facing (MEDS datasets)
 
 This module imports nothing of ehrbench: every other part may use it.
 """
@@ -240,6 +242,13 @@ class BuildLayout:
     def noteqa_quarantine(self) -> Path:
         """`quarantine/noteqa.parquet`: the note questions that failed Great Expectations (hidden)."""
         return self.quarantine / "noteqa.parquet"
+
+    # --- MEDS datasets (stage meds) ----------------------------------------------------------------------------------
+
+    def meds(self, timeline: str) -> Path:
+        """`meds/<timeline>/`: the build's MIMIC-IV as a MEDS dataset, `raw` (MIMIC-IV's times) or `shifted` (the
+        databases' patients and times): `data/<shard>.parquet` and `metadata/` (agent-facing)."""
+        return self.root / "meds" / timeline
 
     # --- data-quality audit tasks (stage dq) -----------------------------------------------------------------------
 

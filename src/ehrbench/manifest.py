@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, NoteQaEntry, QuestionsEntry
+from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, MedsEntry, NoteQaEntry, QuestionsEntry
 from ehrbench.settings import BuildParameters
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ class Manifest(BaseModel):
         "data-quality audit tasks: recipes, extract rows, tasks with their errors, oracle and rule-auditor scores"))
     noteqa: NoteQaEntry = Field(default_factory=NoteQaEntry, description=(
         "note questions (EHRNoteQA-style): notes source (synthetic or MIMIC-IV-Note), counts, files, validation"))
+    meds: MedsEntry = Field(default_factory=MedsEntry, description=(
+        "MEDS datasets of the build's MIMIC-IV (raw and shifted timelines): subjects, events, codes, splits, files"))
     stages: dict[str, StageTiming] = Field(default_factory=dict)
 
     @property
@@ -86,7 +88,7 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                       stages: dict[str, StageTiming], profile_vars: dict[str, dict] | None = None,
                       databases: Mapping[str, DatabaseEntry | dict] | None = None, fhir: FhirEntry | dict | None = None,
                       questions: QuestionsEntry | dict | None = None, dq: DqEntry | dict | None = None,
-                      noteqa: NoteQaEntry | dict | None = None) -> Manifest:
+                      noteqa: NoteQaEntry | dict | None = None, meds: MedsEntry | dict | None = None) -> Manifest:
     """The manifest of a finished build from what its stages reported."""
     return Manifest(
         build_id=build_id, created_at=created_at, finished_at=datetime.now(UTC),
@@ -104,4 +106,4 @@ def assemble_manifest(build_id: str, created_at: datetime, parameters: BuildPara
                            "failed": [o.model_dump() for o in r.failed], "skipped": r.skipped}
                     for name, r in validation.items()},
         stages=dict(stages), profile_vars=profile_vars or {}, databases=databases or {}, fhir=fhir or {},
-        questions=questions or {}, dq=dq or {}, noteqa=noteqa or {})
+        questions=questions or {}, dq=dq or {}, noteqa=noteqa or {}, meds=meds or {})

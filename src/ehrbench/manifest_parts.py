@@ -138,3 +138,26 @@ class NoteQaEntry(ManifestPart):
     by_num_notes: dict[str, int] = Field(default_factory=dict, description="Notes asked over → questions kept.")
     by_template: dict[str, int] = Field(default_factory=dict, description="Template → questions kept.")
     validation: dict[str, Any] = Field(default_factory=dict, description="Great Expectations summary.")
+
+
+class MedsTimelineEntry(ManifestPart):
+    """One MEDS dataset of the build (`meds/<timeline>/`)."""
+
+    subjects: int = 0
+    events: int = 0
+    static_events: int = Field(0, description="Events without a time (GENDER//…).")
+    codes: int = 0
+    shards: int = 0
+    splits: dict[str, int] = Field(default_factory=dict, description="train / tuning / held_out → subjects.")
+    first_time: str | None = None
+    last_time: str | None = None
+    files: list[str] = Field(default_factory=list)
+
+
+class MedsEntry(ManifestPart):
+    """`meds`: the build's MIMIC-IV as MEDS datasets, checked against the `meds` package's schemas."""
+
+    meds_version: str | None = None
+    convention: str | None = Field(None, description="Whose event configuration the codes follow.")
+    timelines: dict[str, MedsTimelineEntry] = Field(default_factory=dict, description=(
+        "raw (MIMIC-IV's own times) and shifted (the ehrsql2024 and renamed databases' patients and times)."))

@@ -328,9 +328,10 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         assert summary["flow_run_id"] == run["id"] and manifest["build_id"] in summary["data"]
         assert "/artifacts/key/questions-validation" in summary["data"]
 
-    # the nightly evaluation: scheduled, runs on the build just published at its own size (200 tasks per suite) —
-    # more than 1,000 trial task runs — while both CPUs are busy, and compares with its previous run (one trial per
-    # task: two doubled this test's longest stretch and kept the suite's other worker from a CPU for minutes)
+    # the nightly evaluation: scheduled, runs on the build just published — 150 tasks per suite (its own size is 200;
+    # with noteqa's 200 tasks that lengthened the suite's longest path), still more than 1,000 trial task runs — while
+    # both CPUs are busy, and compares with its previous run (one trial per task: two doubled this test's longest
+    # stretch and kept the suite's other worker from a CPU for minutes)
     with httpx.Client(base_url=api_url, timeout=30, transport=_RetryingTransport()) as api:
         nightly = api.get("/deployments/name/evaluate-agents/nightly").raise_for_status().json()
         (schedule,) = [s["schedule"] for s in nightly["schedules"]]
@@ -339,13 +340,13 @@ def test_deployment_builds_demo_benchmark_on_real_server(mimic_demo_dir, eicu_de
         with busy_cpus(max(1, (os.cpu_count() or 2) - 1)):
             started = time.monotonic()
             first, _, first_keys = _run_deployment(api, "evaluate-agents/nightly", timeout=1500,
-                                                   parameters={"trials": 1})
+                                                   parameters={"trials": 1, "limit": 150})
             seconds = time.monotonic() - started
         assert first["state"]["type"] == "COMPLETED", f"{first['state']}\n{_run_logs(logs)}"
         first_run_id = _run_id_of(data_dir, first)
         trials = duckdb.sql(f"select count(*) from read_parquet('{data_dir}/results/run_id={first_run_id}/"
                             "part-*.parquet')").fetchone()[0]
-        assert trials >= 1200  # 612 tasks (200 per question suite, 12 dq) × 2 agents
+        assert trials >= 1200  # 612 tasks (150 per question suite and noteqa, 12 dq) × 2 agents
         # the server records task runs from their events, behind the run: wait until it holds every one
         deadline, trial_runs = time.monotonic() + 300, 0
         while trial_runs < trials and time.monotonic() < deadline:

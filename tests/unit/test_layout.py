@@ -44,6 +44,8 @@ def test_every_path_of_a_build_folder_is_the_one_published_builds_hold():
         "noteqa_synthetic_notes": build.noteqa_notes(True),
         "ehrnoteqa_export": build.ehrnoteqa_export,
         "noteqa_quarantine": build.noteqa_quarantine,
+        "meds_raw": build.meds("raw"),
+        "meds_shifted": build.meds("shifted"),
     }.items()} == {
         "manifest": "manifest.json",
         "owner": ".owner.json",
@@ -72,6 +74,8 @@ def test_every_path_of_a_build_folder_is_the_one_published_builds_hold():
         "noteqa_synthetic_notes": "noteqa/synthetic_notes.parquet",
         "ehrnoteqa_export": "exports/ehrnoteqa",
         "noteqa_quarantine": "quarantine/noteqa.parquet",
+        "meds_raw": "meds/raw",
+        "meds_shifted": "meds/shifted",
     }
     assert [relative(p) for p in build.database_files("ehrsql2024", "mimic_iv")] == [
         "db/ehrsql2024/mimic_iv.duckdb", "db/ehrsql2024/mimic_iv.sqlite"]

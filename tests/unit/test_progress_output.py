@@ -11,7 +11,7 @@ from rich.console import Console
 
 from ehrbench.build_summary import STAGES, fhir_detail, ingest_detail, stage_line, summary_lines, summary_markdown
 from ehrbench.manifest import InputFile
-from ehrbench.manifest_parts import AuditTaskEntry, DqEntry, QuestionsEntry
+from ehrbench.manifest_parts import AuditTaskEntry, DqEntry, MedsEntry, MedsTimelineEntry, QuestionsEntry
 from ehrbench.progress import ANNOUNCED, PROGRESS, TrialCount, log_to_file, report_trials, terminal_progress
 from ehrbench.sources.checksums import Verification
 from ehrbench.sources.ingest import IngestedFile, ReleaseIngest
@@ -29,7 +29,7 @@ def captured() -> tuple[Console, io.StringIO]:
 
 
 def test_stage_lines_show_position_time_and_counts():
-    assert stage_line("validate", 12.34, "2 suites") == "[3/9] validate     12.3 s  2 suites"
+    assert stage_line("validate", 12.34, "2 suites") == "[3/10] validate     12.3 s  2 suites"
     assert stage_line("publish", 0.2, "x").startswith(f"[{len(STAGES)}/{len(STAGES)}] publish")
 
 
@@ -61,13 +61,13 @@ def test_the_terminal_shows_progress_lines_and_warnings_once_and_no_run_chatter(
     run_log = logging.getLogger("prefect.flow_runs")
     run_log.setLevel(logging.INFO)
     with terminal_progress(console):
-        PROGRESS.info("[1/9] ingest        3.0 s  41 tables")
+        PROGRESS.info("[1/10] ingest        3.0 s  41 tables")
         run_log.info("Beginning subflow run 'x' for flow 'ingest'")  # Prefect's chatter: not shown
-        run_log.info("[1/9] ingest        3.0 s  41 tables", extra={ANNOUNCED: True})  # the run-log copy
+        run_log.info("[1/10] ingest        3.0 s  41 tables", extra={ANNOUNCED: True})  # the run-log copy
         run_log.warning("eicu.lab: lab.csv.gz is UNVERIFIED\nsecond line")
         run_log.error("Encountered exception during execution")  # the stage line and the command's error say it
     PROGRESS.info("after the block: nobody listens")
-    assert out.getvalue().splitlines() == ["[1/9] ingest        3.0 s  41 tables",
+    assert out.getvalue().splitlines() == ["[1/10] ingest        3.0 s  41 tables",
                                            "warning: eicu.lab: lab.csv.gz is UNVERIFIED"]
 
 
@@ -93,12 +93,12 @@ def test_build_log_keeps_every_run_line_once(tmp_path):
     run_log = logging.getLogger("prefect.task_runs")
     run_log.setLevel(logging.INFO)
     with log_to_file(tmp_path / "logs" / "build.log"):
-        PROGRESS.info("[2/9] transform")
-        run_log.info("[2/9] transform", extra={ANNOUNCED: True})
+        PROGRESS.info("[2/10] transform")
+        run_log.info("[2/10] transform", extra={ANNOUNCED: True})
         run_log.info("dbt build --select staging: 192 nodes")
     run_log.info("after the block")
     text = (tmp_path / "logs" / "build.log").read_text()
-    assert text.count("[2/9] transform") == 1 and "192 nodes" in text and "after the block" not in text
+    assert text.count("[2/10] transform") == 1 and "192 nodes" in text and "after the block" not in text
 
 
 def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path):
@@ -114,6 +114,8 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
                                                   "chatqa/mimic_iv": 254}, quarantined=3)
     manifest.dq = DqEntry(tasks=[AuditTaskEntry(task_id=f"t{i}", recipe="r", variant="base", folder=f"dq/t{i}",
                                                 clusters=5) for i in range(12)])
+    manifest.meds = MedsEntry(timelines={"raw": MedsTimelineEntry(subjects=100, events=1_034_522),
+                                         "shifted": MedsTimelineEntry(subjects=94, events=524_093)})
     folder = tmp_path / "benchmarks" / manifest.build_id
     lines = summary_lines(manifest, folder, tmp_path / "logs" / manifest.build_id)
     text = "\n".join(lines)
@@ -121,6 +123,7 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
     assert f"folder     {folder}" in text
     assert "1,717 ehrsql, 528 fhir, 254 chatqa, 12 dq tasks; 3 questions quarantined" in text
     assert "dbt 289 nodes (287 ok, 2 warn); GX 69/70 expectations met" in text
+    assert "meds/raw/ (100 subjects, 1,034,522 events), meds/shifted/ (94 subjects, 524,093 events)" in text
     assert "1 input files do not match SHA256SUMS.txt (unverified): mimic_iv.chartevents" in text
     assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3] and "make report" in lines[-2]
     assert len(lines) <= 15

@@ -11,6 +11,7 @@ charttime alone (pandas' unstable default sort); ties are broken here by note_se
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +120,11 @@ def read_discharge_notes(path: Path, subject_ids: set[int]) -> dict[int, list[Di
         raise ConfigError(f"{path}: cannot read it as MIMIC-IV-Note's discharge.csv.gz ({exc})") from None
     finally:
         con.close()
+    return by_patient(rows)
+
+
+def by_patient(rows: Iterable[Sequence]) -> dict[int, list[DischargeNote]]:
+    """Rows of (note_id, subject_id, hadm_id, note_seq, charttime, text), already in order, as notes per patient."""
     notes: dict[int, list[DischargeNote]] = {}
     for row in rows:
         notes.setdefault(row[1], []).append(DischargeNote(*row))

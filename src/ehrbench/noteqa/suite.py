@@ -30,7 +30,7 @@ from ehrbench.layout import BuildLayout
 from ehrbench.llm.token_count import count_text
 from ehrbench.noteqa.generation import AdmissionFacts, generate_questions
 from ehrbench.noteqa.published import LETTERS, MAX_NOTES, notes_block
-from ehrbench.noteqa.records import DischargeNote
+from ehrbench.noteqa.records import DischargeNote, by_patient
 from ehrbench.noteqa.text import options_distinct
 from ehrbench.questions.suites import write_once
 from ehrbench.seeding import keyed_rng
@@ -73,10 +73,7 @@ def read_notes(warehouse: Path, source: NotesSource) -> dict[int, list[Discharge
             from {NOTES_SCHEMAS[source]}.discharge order by subject_id, charttime, note_seq, note_id""").fetchall()
     finally:
         con.close()
-    notes: dict[int, list[DischargeNote]] = {}
-    for row in rows:
-        notes.setdefault(row[1], []).append(DischargeNote(*row))
-    return notes
+    return by_patient(rows)
 
 
 def read_synthetic_notes(warehouse: Path) -> tuple[list[AdmissionFacts], dict[int, list[DischargeNote]]]:

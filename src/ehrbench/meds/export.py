@@ -1,0 +1,118 @@
+"""Write a build's MEDS datasets (docs/benchmarks.md#meds-export) from the dbt models of models/meds/, each file checked
+against the `meds` package's schemas before it is written.
+
+    meds/<timeline>/data/<shard>.parquet              the events (DataSchema), a subject's all in one shard, sorted
+    meds/<timeline>/metadata/codes.parquet            every code of the data, described (CodeMetadataSchema)
+    meds/<timeline>/metadata/subject_splits.parquet   the seeded train / tuning / held_out splits (SubjectSplitSchema)
+    meds/<timeline>/metadata/dataset.json             name, versions, ETL, creation time (DatasetMetadataSchema)
+
+`raw` is MIMIC-IV's own timeline, `shifted` the build's (the ehrsql2024 and renamed databases' patients and times).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import duckdb
+import meds
+import pyarrow as pa
+import pyarrow.parquet as pq
+from flexible_schema.exceptions import SchemaValidationError, TableValidationError
+
+from ehrbench.errors import ValidationError
+from ehrbench.layout import BuildLayout
+from ehrbench.questions.suites import write_once
+
+SCHEMA = "meds__mimic_iv"  # dbt models/meds/mimic_iv/
+TIMELINES = {"raw": "raw_events", "shifted": "shifted_events"}
+SUBJECTS_PER_SHARD = 10_000  # the demo's 100 patients make one shard; the full MIMIC-IV's ~300k, 30
+EVENT_COLUMNS = ("subject_id", "time", "code", "numeric_value", "text_value", "hadm_id", "icustay_id")
+SOURCE_ID_COLUMNS = ["hadm_id", "icustay_id"]  # joins back to MIMIC-IV (dataset.json raw_source_id_columns)
+EVENT_ORDER = "subject_id, time nulls first, code, numeric_value nulls first, text_value nulls first"
+
+
+@dataclass(frozen=True)
+class MedsDataset:
+    """What one timeline's export holds (the manifest's `meds.<timeline>`)."""
+
+    timeline: str
+    subjects: int
+    events: int
+    static_events: int
+    codes: int
+    shards: int
+    splits: dict[str, int]
+    first_time: str | None
+    last_time: str | None
+    files: list[str]
+
+
+def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name: str, dataset_version: str,
+                license: str, created_at: datetime) -> MedsDataset:
+    """Write `meds/<timeline>/` of the build from the warehouse's `meds__mimic_iv` models; raises ValidationError
+    naming the file and the schema's complaint when a table does not conform."""
+    root = BuildLayout(build_dir).meds(timeline)
+    events_table = f"{SCHEMA}.{TIMELINES[timeline]}"
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        subjects = [s for (s,) in con.execute(f"select distinct subject_id from {events_table} order by 1").fetchall()]
+        files = []
+        for shard, start in enumerate(range(0, len(subjects), SUBJECTS_PER_SHARD)):
+            chunk = subjects[start:start + SUBJECTS_PER_SHARD]
+            data = con.execute(f"select {', '.join(EVENT_COLUMNS)} from {events_table} where subject_id between ? "
+                               f"and ? order by {EVENT_ORDER}", [chunk[0], chunk[-1]]).to_arrow_table()
+            files.append(_write(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
+        codes = con.execute(f"select code, description, parent_codes from {SCHEMA}.codes where code in "
+                            f"(select distinct code from {events_table}) order by code").to_arrow_table()
+        missing = con.execute(f"select count(distinct code) from {events_table} where code not in "
+                              f"(select code from {SCHEMA}.codes)").fetchone()[0]
+        if missing:
+            raise ValidationError(f"{SCHEMA}.codes lacks {missing} code(s) of {events_table}; MEDS requires every "
+                                   "code of the data in metadata/codes.parquet")
+        files.append(_write(root / meds.code_metadata_filepath, meds.CodeMetadataSchema, codes))
+        splits = con.execute(f"select subject_id, split from {SCHEMA}.subject_splits where subject_id in "
+                             f"(select subject_id from {events_table}) order by subject_id").to_arrow_table()
+        files.append(_write(root / meds.subject_splits_filepath, meds.SubjectSplitSchema, splits))
+        events, static, first, last = con.execute(
+            f"select count(*), count(*) filter (where time is null), strftime(min(time), '%Y-%m-%d %H:%M:%S'), "
+            f"strftime(max(time), '%Y-%m-%d %H:%M:%S') from {events_table}").fetchone()
+    finally:
+        con.close()
+    metadata = {"dataset_name": dataset_name, "dataset_version": dataset_version, "etl_name": "ehrbench",
+                "etl_version": version("ehrbench"), "meds_version": meds.__version__,
+                "created_at": created_at.isoformat(), "license": license, "raw_source_id_columns": SOURCE_ID_COLUMNS}
+    _check(meds.DatasetMetadataSchema, metadata, root / meds.dataset_metadata_filepath)
+    path = root / meds.dataset_metadata_filepath
+    write_once(path, lambda tmp: tmp.write_text(json.dumps(metadata, indent=2) + "\n"))
+    files.append(path)
+    split_counts = dict(sorted(_count(splits.column("split").to_pylist()).items()))
+    return MedsDataset(timeline, len(subjects), events, static, codes.num_rows, len(files) - 3, split_counts,
+                       first, last, [str(f.relative_to(build_dir)) for f in files])
+
+
+def _write(path: Path, schema: type, table: pa.Table) -> Path:
+    """`table` aligned to `schema` (its column types: e.g. text_value as large_string), checked, then written."""
+    aligned = _check(schema, table, path)
+    write_once(path, lambda tmp: pq.write_table(aligned, tmp))
+    return path
+
+
+def _check(schema: type, value, path: Path):
+    try:
+        aligned = schema.align(value) if isinstance(value, pa.Table) else value
+        schema.validate(aligned)
+    except (SchemaValidationError, TableValidationError) as exc:
+        cause = f": {exc.__cause__}" if exc.__cause__ else ""
+        raise ValidationError(f"{path}: does not conform to meds.{schema.__name__} ({exc}{cause})") from None
+    return aligned
+
+
+def _count(values: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
