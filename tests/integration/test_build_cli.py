@@ -47,12 +47,14 @@ def test_the_build_tells_a_person_what_it_does_in_a_screenful(demo_build):
     there; the published folder alone on stdout (not a terminal); dbt's and the run's full logs on disk."""
     lines, folder = demo_build["stderr"].strip().splitlines(), demo_build["folder"]
     assert len(lines) <= 40, "\n".join(lines)
-    stage_lines = [line for line in lines if re.match(r"\[\d/9\] ", line)]
+    stage_lines = [line for line in lines if re.match(r"\[\d+/10\] ", line)]
     assert [line.split()[1] for line in stage_lines] == ["ingest", "transform", "validate", "databases", "fhir",
-                                                         "questions", "dq", "noteqa", "publish"]
-    assert re.search(r"\[6/9\] questions +[\d.]+ s  [\d,]+ kept \(", stage_lines[5])
-    assert re.search(r"\[8/9\] noteqa +[\d.]+ s  [\d,]+ note questions \(.*\) over [\d,]+ synthetic notes",
+                                                         "questions", "dq", "noteqa", "meds", "publish"]
+    assert re.search(r"\[6/10\] questions +[\d.]+ s  [\d,]+ kept \(", stage_lines[5])
+    assert re.search(r"\[8/10\] noteqa +[\d.]+ s  [\d,]+ note questions \(.*\) over [\d,]+ synthetic notes",
                      stage_lines[7])
+    assert re.search(r"\[9/10\] meds +[\d.]+ s  raw: 100 subjects, [\d,]+ events, .* \(MEDS [\d.]+, schemas checked\)",
+                     stage_lines[8])
     summary = lines.index(next(line for line in lines if line.startswith(f"Build {folder.name} published")))
     assert f"  folder     {folder}" in lines[summary:]
     assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3]

@@ -203,7 +203,8 @@ GEMINI_WITH_URL = ("model spec 'gemini:m@http://h': a Gemini model takes no base
      "ehrsql_mode, fhir_variant, fhir_base_url, max_actions, temperature, max_tokens, context_tokens, timeout_s, "
      "max_retries, "
      "sql_timeout_s, user_model, validator_model, user_reruns, max_user_turns, embedding_model, "
-     "value_search_synonyms, web_search, api_key_env, api_key_secret)"),
+     "value_search_synonyms, web_search, dq_interface, shell_timeout_s, workspace_budget_s, api_key_env, "
+     "api_key_secret)"),
     (["--judge-model", "gemini:m@http://h"], f"--judge-model: {GEMINI_WITH_URL}"),
     (["--suite", "ehrsql", "--suite", "sql"],
      "--suite: unknown suite 'sql'; expected some of ehrsql, chatqa, fhir, dq, noteqa"),

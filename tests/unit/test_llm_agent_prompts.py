@@ -119,6 +119,9 @@ def scenarios(data: dict[str, Path]) -> dict[str, tuple[dict, TaskView, list]]:
                             [("abstain", {"reason": "none"})]),
         "dq": ({}, TaskView("dq", "audit", None, "Find implausible lab values.\n{row} braces stay as written.\n",
                             data_dir=data["dq"]), ["I see one.", ("submit_audit", {})]),
+        "dq_terminal": ({"dq_interface": "terminal"},
+                        TaskView("dq", "audit", None, "Find implausible lab values.\n{row} braces stay as written.\n",
+                                 data_dir=data["dq"]), ["I see one.", ("submit_audit", {})]),
     }
 
 

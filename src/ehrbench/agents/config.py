@@ -63,6 +63,12 @@ class LlmOptions(BaseModel):
     # web_search: disabled (default, offline: the tool is not offered), the http(s) URL of a search endpoint, or
     # the name of a registered provider (ehrbench.agents.tools.web_search)
     web_search: str | None = None
+    # the dq suite's interface: ehrbench's tools over a read-only copy of the tables (flag_rows, submit_audit), or
+    # HealthAgentBench's terminal: run_shell in a copy of the task folder, where the agent writes flagged_rows.csv
+    dq_interface: Literal["tools", "terminal"] = "tools"
+    shell_timeout_s: float = Field(120.0, gt=0, le=3600, description="Seconds per run_shell command.")
+    workspace_budget_s: float = Field(1800.0, gt=0, le=86400, description=(
+        "Seconds of run_shell commands per workspace task (then each call is refused)."))
     api_key_env: str | None = None  # environment variable holding the key (default: the SDK's own variable)
     api_key_secret: str | None = None  # name of a Prefect Secret block holding the key
 

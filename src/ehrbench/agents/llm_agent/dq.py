@@ -1,6 +1,7 @@
 """The `dq` suite (the data-quality audit): the audit instruction and SQL over the task's tables, loaded into a scratch
 DuckDB file the agent reads read-only; `flag_rows(table, query)` collects the rows it judges erroneous,
-`submit_audit()` ends.
+`submit_audit()` ends. With the agent option dq_interface=terminal, HealthAgentBench's setting instead: a shell in a
+copy of the task folder, where the agent writes flagged_rows.csv (`run_in_terminal`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import duckdb
 from ehrbench.agents.llm_agent.core import LlmAgent, base_answer, prompt
 from ehrbench.agents.react import Finisher
 from ehrbench.agents.sandbox import SqlError, SqlSandbox
+from ehrbench.agents.tools.shell import ShellTools
 from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 from ehrbench.tasks import AgentAnswer, TaskView
+from ehrbench.workspace.verify import audit_submission, write_audit_workspace
 
 SUITE = "dq"
 
@@ -26,9 +29,12 @@ FLAG_ROWS = ToolSpec("flag_rows", "Flag rows of one table as erroneous: a SELECT
                      {"type": "object", "properties": {"table": {"type": "string"}, "query": {"type": "string"}},
                       "required": ["table", "query"]})
 SUBMIT_AUDIT = ToolSpec("submit_audit", "Finish the audit: the rows flagged so far are your submission.")
+SUBMIT_WORKSPACE = ToolSpec("submit_audit", "Finish the audit: flagged_rows.csv in the task folder is your submission.")
 
 
 def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
+    if agent.config.options.dq_interface == "terminal":
+        return run_in_terminal(agent, view)
     scratch = Path(tempfile.mkdtemp(prefix="ehrbench-audit-"))
     try:
         database = load_audit_tables(view.data_dir, scratch / "audit.duckdb")
@@ -44,6 +50,25 @@ def run(agent: LlmAgent, view: TaskView) -> AgentAnswer:
                 audit.close()
         answer = base_answer(outcome, messages)
         answer.flagged_rows = sorted(audit.flagged)
+        return answer
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_in_terminal(agent: LlmAgent, view: TaskView) -> AgentAnswer:
+    """HealthAgentBench's setting: a shell (run_shell) in a fresh copy of the task folder (instruction.md, data/);
+    the rows flagged are those of the flagged_rows.csv the agent leaves there when it calls submit_audit or stops."""
+    scratch = Path(tempfile.mkdtemp(prefix="ehrbench-workspace-"))
+    try:
+        workspace = write_audit_workspace(view.instruction, view.data_dir, scratch / "workspace")
+        options = agent.config.options
+        shell = ShellTools(workspace, isolation=agent.sandbox, command_timeout_s=options.shell_timeout_s,
+                           budget_s=options.workspace_budget_s)
+        messages = [{"role": "system", "content": prompt("dq_terminal_system", instruction=view.instruction)},
+                    {"role": "user", "content": prompt("dq_user")}]
+        outcome = agent.loop(messages, shell, [Finisher(SUBMIT_WORKSPACE, lambda call: None)])
+        answer = base_answer(outcome, messages)
+        answer.flagged_rows = sorted(audit_submission(workspace).rows)
         return answer
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -35,6 +35,7 @@ NOBODY = 65534
 # Mount points inside the sandbox for what the agent may see.
 VIEW_DIR = "/view"
 SCRATCH_DIR = "/tmp"
+WORKSPACE_DIR = "/workspace"  # a terminal agent's task folder, the one writable folder it keeps
 _PROBE_TIMEOUT_S = 20
 
 
@@ -75,11 +76,14 @@ def isolation(allow_unsafe: bool) -> str:
 
 
 def confined_argv(argv: Sequence[str], *, view: Mapping[str, Path], scratch_mb: int = 64,
-                  scratch_files: Mapping[str, Path] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+                  scratch_files: Mapping[str, Path] | None = None, env: Mapping[str, str] | None = None,
+                  workspace: Path | None = None) -> list[str]:
     """The bwrap command line that runs `argv` confined, in the writable scratch folder /tmp. `view` maps names to
     host files or folders, each bound read-only at /view/<name>; `scratch_files` are bound read-only into /tmp
     (inputs the program finds in its working folder); `env` is its whole environment besides PATH, LANG, HOME and
-    TMPDIR. argv[0] must be the Python of this environment (it is bound with its libraries)."""
+    TMPDIR. `workspace`: a host folder bound writable at /workspace (a terminal agent's task folder; the caller makes
+    it nobody's and changes into it once it runs as nobody: bubblewrap itself, without capabilities, may not).
+    argv[0] must be the Python of this environment (it is bound with its libraries)."""
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
     root = os.geteuid() == 0
@@ -95,6 +99,8 @@ def confined_argv(argv: Sequence[str], *, view: Mapping[str, Path], scratch_mb: 
              "--size", str(scratch_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", SCRATCH_DIR]
     for name, path in sorted((scratch_files or {}).items()):
         args += ["--ro-bind", str(path), f"{SCRATCH_DIR}/{name}"]
+    if workspace is not None:
+        args += ["--bind", str(workspace), WORKSPACE_DIR]
     args += ["--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", SCRATCH_DIR,
              "--setenv", "TMPDIR", SCRATCH_DIR, "--chdir", SCRATCH_DIR]
     for name, value in sorted((env or {}).items()):

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from ehrbench.agents.sandbox import audit_hook, bubblewrap
+from ehrbench.agents.sandbox.process import ProcessResult, run_bounded
 
-
-@dataclass(frozen=True)
-class PythonResult:
-    stdout: str
-    stderr: str
-    exit_status: int | None  # negative: killed by that signal
-    timed_out: bool
-    killed_reason: str | None
+PythonResult = ProcessResult  # what agent Python printed and how it ended
 
 
 def run_python(code: str, *, inputs: dict[str, str | bytes] | None = None, timeout_s: float = 10,
@@ -72,51 +62,7 @@ def run_python(code: str, *, inputs: dict[str, str | bytes] | None = None, timeo
             argv = bubblewrap.confined_argv(argv, view={}, scratch_mb=max_file_mb, env=single_threaded,
                                             scratch_files={p.name: p for p in work.iterdir()})
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(work), "TMPDIR": str(work), **single_threaded}
-        with (root / "stdout").open("wb") as stdout, (root / "stderr").open("wb") as stderr:
-            process = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                                       stderr=stderr, start_new_session=True, close_fds=True)
-            timed_out = False
-            try:
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(process)
-                process.wait()
-        status = process.returncode
-        if confined and status is not None and status > 128:  # bwrap reports a child killed by signal N as 128 + N
-            status = -(status - 128)
-        return PythonResult(stdout=_read_output(root / "stdout", max_output_chars, work),
-                            stderr=_read_output(root / "stderr", max_output_chars, work),
-                            exit_status=status, timed_out=timed_out,
-                            killed_reason=_killed_reason(status, timed_out, timeout_s))
+        return run_bounded(argv, cwd=work, env=env, outputs=root, timeout_s=timeout_s, confined=confined,
+                           max_output_chars=max_output_chars, hidden_path=work)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    """The child's process group; under bubblewrap its pid namespace goes with it (--die-with-parent)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _killed_reason(status: int | None, timed_out: bool, timeout_s: float) -> str | None:
-    if timed_out:
-        return f"wall-clock timeout after {timeout_s:g} s"
-    if status is None or status >= 0:
-        return None
-    with contextlib.suppress(ValueError):
-        name = signal.Signals(-status).name
-        if -status in (signal.SIGXCPU, signal.SIGKILL):
-            return f"CPU time limit ({name})"
-        return f"killed by {name}"
-    return f"killed by signal {-status}"
-
-
-def _read_output(path: Path, max_chars: int, work: Path) -> str:
-    with path.open("rb") as handle:
-        data = handle.read(max_chars * 4 + 4)
-        more = bool(handle.read(1))
-    text = data.decode("utf-8", errors="replace").replace(str(work) + os.sep, "").replace(str(work), ".")
-    if len(text) > max_chars or more:
-        return text[:max_chars] + "\n[output truncated]"
-    return text
