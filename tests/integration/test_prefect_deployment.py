@@ -40,10 +40,10 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "noteqa", "publish")
+STAGES = ("ingest", "transform", "validate", "databases", "fhir", "questions", "dq", "noteqa", "meds", "publish")
 ARTIFACT_KEYS = {"ingest-files", "ingest-summary", "transform-dbt", "validation-results",
                  "validation-summary", "databases", "fhir", "questions", "questions-validation",
-                 "questions-data-docs", "dq-tasks", "noteqa", "noteqa-validation", "build-published",
+                 "questions-data-docs", "dq-tasks", "noteqa", "noteqa-validation", "meds", "build-published",
                  "build-summary"}
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
