@@ -69,7 +69,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install gx-assets browser postgres sandbox demo build builds report docs test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-questions bench-dq bench-evaluate bench-report clean
+.PHONY: help install gx-assets browser postgres sandbox demo build builds report docs test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-meds bench-questions bench-dq bench-evaluate bench-report clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -236,6 +236,9 @@ bench-evaluate: install ## evaluation harness: trials per second through the flo
 
 bench-report: install ## report dashboards: aggregation and rendering time and site size for a large synthetic run and its nightly series
 	$(UV) run python bench/report.py
+
+bench-meds: install ## MEDS events made (dbt) and written and schema-checked per second (demo, x10)
+	$(UV) run python bench/meds.py
 
 bench-dq: install ## audit tasks: extract, injection and writing time, rule-auditor scores on the demo and its x10 scale-up
 	$(UV) run python bench/dq.py
