@@ -162,6 +162,13 @@ def test_the_installed_command_refuses_bad_input_in_one_line_with_exit_code_2(tm
      "--ehrsql2024-dir: {tmp}/absent does not exist; expected a release directory"),
     (["--paraphrase-model", "gpt-4o"], "--paraphrase-model: model spec 'gpt-4o' is not of the form openai:<model>, "
                                        "openai:<model>@<base_url> or gemini:<model>"),
+    (["--notes", "bogus"],
+     "--notes 'bogus': must be 'synthetic' or 'mimic_iv_note' (notes the noteqa suite asks over)"),
+    (["--mimic-iv-note-dir", "{tmp}"],
+     "notes from MIMIC-IV-Note need a note-question model to write their questions (questions.note_question_model, "
+     "--note-question-model or EHRBENCH_NOTE_QUESTION_MODEL); template questions exist only for synthetic notes"),
+    (["--mimic-iv-note-dir", "{tmp}/absent", "--note-question-model", "openai:m"],
+     "--mimic-iv-note-dir: {tmp}/absent does not exist; expected a release directory"),
 ])
 def test_build_refuses_bad_parameters_before_prefect_starts(tmp_path, refusal, args, expected):
     (tmp_path / "a-file").write_text("")
