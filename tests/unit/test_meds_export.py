@@ -45,7 +45,7 @@ def _export(warehouse, build):
 
 
 def test_the_files_are_the_standards_and_valid_under_its_schemas(tmp_path, monkeypatch):
-    monkeypatch.setattr(export, "SUBJECTS_PER_SHARD", 2)
+    monkeypatch.setattr(export, "EVENTS_PER_SHARD", 6)  # 3 events a subject: two subjects a shard
     dataset = _export(_warehouse(tmp_path / "w.duckdb"), tmp_path / "build")
     root = tmp_path / "build" / "meds" / "raw"
     assert dataset.files == ["meds/raw/data/0.parquet", "meds/raw/data/1.parquet", "meds/raw/metadata/codes.parquet",
@@ -81,6 +81,13 @@ def test_data_the_schema_rejects_is_refused_naming_the_file(tmp_path):
     with pytest.raises(ValidationError, match=r"meds/raw/data/0\.parquet: does not conform to meds\.DataSchema"):
         _export(warehouse, tmp_path / "build")
     assert not (tmp_path / "build" / "meds" / "raw" / "data" / "0.parquet").exists()
+
+
+def test_shards_hold_whole_subjects_up_to_the_limit():
+    counts = [(1, 3), (2, 3), (3, 7), (4, 1), (5, 1)]
+    assert export.shard_bounds(counts, 6) == [(1, 2), (3, 3), (4, 5)]  # subject 3 alone is over: never split
+    assert export.shard_bounds(counts, 100) == [(1, 5)]
+    assert export.shard_bounds([], 6) == []
 
 
 def test_splits_are_80_10_10_by_subject_and_drawn_with_the_seed():

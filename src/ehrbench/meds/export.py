@@ -1,7 +1,8 @@
 """Write a build's MEDS datasets (docs/benchmarks.md#meds-export) from the dbt models of models/meds/, each file checked
 against the `meds` package's schemas before it is written.
 
-    meds/<timeline>/data/<shard>.parquet              the events (DataSchema), a subject's all in one shard, sorted
+    meds/<timeline>/data/<shard>.parquet              the events (DataSchema), at most EVENTS_PER_SHARD a shard (a
+                                                      subject's all in one), sorted
     meds/<timeline>/metadata/codes.parquet            every code of the data, described (CodeMetadataSchema)
     meds/<timeline>/metadata/subject_splits.parquet   the seeded train / tuning / held_out splits (SubjectSplitSchema)
     meds/<timeline>/metadata/dataset.json             name, versions, ETL, creation time (DatasetMetadataSchema)
@@ -29,7 +30,9 @@ from ehrbench.questions.suites import write_once
 
 SCHEMA = "meds__mimic_iv"  # dbt models/meds/mimic_iv/
 TIMELINES = {"raw": "raw_events", "shifted": "shifted_events"}
-SUBJECTS_PER_SHARD = 10_000  # the demo's 100 patients make one shard; the full MIMIC-IV's ~300k, 30
+# A shard is read whole into memory to be checked (about 270 bytes an event: bench/meds.py); 5 million events keep
+# that near 1.4 GB. Subjects are never split, so a shard holds more only for one subject with more events.
+EVENTS_PER_SHARD = 5_000_000
 EVENT_COLUMNS = ("subject_id", "time", "code", "numeric_value", "text_value", "hadm_id", "icustay_id")
 SOURCE_ID_COLUMNS = ["hadm_id", "icustay_id"]  # joins back to MIMIC-IV (dataset.json raw_source_id_columns)
 EVENT_ORDER = "subject_id, time nulls first, code, numeric_value nulls first, text_value nulls first"
@@ -59,12 +62,12 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
     events_table = f"{SCHEMA}.{TIMELINES[timeline]}"
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        subjects = [s for (s,) in con.execute(f"select distinct subject_id from {events_table} order by 1").fetchall()]
+        counts = con.execute(f"select subject_id, count(*) from {events_table} group by 1 order by 1").fetchall()
+        subjects = [subject for subject, _ in counts]
         files = []
-        for shard, start in enumerate(range(0, len(subjects), SUBJECTS_PER_SHARD)):
-            chunk = subjects[start:start + SUBJECTS_PER_SHARD]
+        for shard, (first, last) in enumerate(shard_bounds(counts, EVENTS_PER_SHARD)):
             data = con.execute(f"select {', '.join(EVENT_COLUMNS)} from {events_table} where subject_id between ? "
-                               f"and ? order by {EVENT_ORDER}", [chunk[0], chunk[-1]]).to_arrow_table()
+                               f"and ? order by {EVENT_ORDER}", [first, last]).to_arrow_table()
             files.append(_write(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
         codes = con.execute(f"select code, description, parent_codes from {SCHEMA}.codes where code in "
                             f"(select distinct code from {events_table}) order by code").to_arrow_table()
@@ -92,6 +95,23 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
     split_counts = dict(sorted(_count(splits.column("split").to_pylist()).items()))
     return MedsDataset(timeline, len(subjects), events, static, codes.num_rows, len(files) - 3, split_counts,
                        first, last, [str(f.relative_to(build_dir)) for f in files])
+
+
+def shard_bounds(counts: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
+    """(first, last) subject of each shard: consecutive subjects (`counts`: (subject, events), sorted) up to `limit`
+    events a shard, a subject never split."""
+    bounds: list[tuple[int, int]] = []
+    first, size = None, 0
+    for index, (subject, events) in enumerate(counts):
+        if first is not None and size + events > limit:
+            bounds.append((first, counts[index - 1][0]))
+            first, size = None, 0
+        if first is None:
+            first = subject
+        size += events
+    if first is not None:
+        bounds.append((first, counts[-1][0]))
+    return bounds
 
 
 def _write(path: Path, schema: type, table: pa.Table) -> Path:
