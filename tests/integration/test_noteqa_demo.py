@@ -76,6 +76,10 @@ def test_an_llm_agent_answers_both_formats_and_the_judge_votes(demo_data, demo, 
     assert len(trials) == 12 and (trials["status"] == "completed").all(), trials[["task_id", "error"]]
     assert (trials["reward"] == 1.0).all() and (trials["answer_judge"] == "llm").all()
     assert set(trials["protocol"]) == {"ehrnoteqa"}
+    # the judge's three votes a trial, at the scripted server's 10 + 5 tokens a reply: the evaluation's cost, apart from
+    # the agent's (one reply a trial); an unpriced model has no cost
+    assert (trials["judge_input_tokens"] == 30).all() and (trials["judge_output_tokens"] == 15).all()
+    assert (trials["input_tokens"] == 10).all() and trials["judge_cost_usd"].isna().all()
     multichoice = trials[trials["task_id"].str.endswith("-multichoice")]
     assert multichoice["option_order"].isna().tolist() == (multichoice["trial"] == 0).tolist()  # trial 1 shuffles
 

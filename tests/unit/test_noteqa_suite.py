@@ -112,7 +112,9 @@ def test_without_a_judge_model_multiple_choice_reads_the_first_letter(text, corr
 
 
 class ScriptedJudge:
-    """A judge model that replies from a list and records the prompts it got."""
+    """A judge model that replies from a list and records the prompts it got; every reply costs 5 + 1 tokens."""
+
+    provider, model = "openai", "gpt-4o-mini"  # a priced model: the judge's cost is computed
 
     def __init__(self, replies):
         self.replies, self.prompts = list(replies), []
@@ -132,5 +134,9 @@ def test_a_judge_model_decides_by_majority_of_its_votes():
     assert (scored["correct"], scored["answer_judge"]) == (True, "llm")
     assert [(t, m) for _, t, m in judge.model.prompts] == [(0.0, 600)] * 3
     assert "Correct Answer:\nC. Stroke" in judge.model.prompts[0][0][0]["content"]
+    # the three votes' tokens are the judge's, apart from the agent's; priced at gpt-4o-mini's list price
+    assert (scored["judge_input_tokens"], scored["judge_output_tokens"]) == (15, 3)
+    assert scored["judge_cost_usd"] == pytest.approx((15 * 0.15 + 3 * 0.60) / 1_000_000)
+    assert "judge_input_tokens" not in score_trial(note_task(), AgentAnswer(answer_text="C"))  # no judge model
     open_ended = AnswerJudge(ScriptedJudge(["Score: 0\nReasoning: no"]))
     assert score_trial(note_task("openended"), AgentAnswer(answer_text="Stroke"), judge=open_ended)["correct"] is False

@@ -64,6 +64,9 @@ TRIAL_SCHEMA = pa.schema([
     # ("CABED": file option C shown as A); null: the file's order (ehrbench.noteqa.options)
     ("correct_option", pa.string()),  # the letter a noteqa multiple-choice trial showed the correct option at (the
     # report's position bias: accuracy by this letter); null for other tasks
+    # what the answer judges (ehrbench's, FHIR-AgentBench's, EHRNoteQA's, every vote) spent scoring the trial: the
+    # evaluation's cost, kept apart from the agent's (input_tokens, output_tokens, cost_usd); null: no judge model
+    ("judge_input_tokens", pa.int64()), ("judge_output_tokens", pa.int64()), ("judge_cost_usd", pa.float64()),
 ])
 # A task set's task ids hold its name (ehrbench.tasksets.model.task_id), so one key serves generated suites and task
 # sets alike: unique when a run mixes them, and the resume of a run skips a task set's completed trials as any other

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ehrbench.llm.tool_chat import ToolChatModel, Usage
 from ehrbench.noteqa.published import LETTERS, MAX_NEW_TOKENS, Format, judge_prompt, judge_verdict
 from ehrbench.noteqa.text import first_letter, plain
+from ehrbench.scoring.judge_cost import judge_spent
 from ehrbench.tasks import AgentAnswer, EvalTask
 
 PROTOCOL = "ehrnoteqa"
@@ -71,5 +72,6 @@ def score_trial(task: EvalTask, answer: AgentAnswer, model: ToolChatModel | None
                                 notes=view.notes or "", choices=view.choices, answer=gold.published_answer,
                                 model=model, votes=votes)
     return {"reward": float(verdict.correct), "correct": verdict.correct, "answer": text,
-            "answer_judge": verdict.method, "published_correct": verdict.correct, "published_judge": verdict.method}
+            "answer_judge": verdict.method, "published_correct": verdict.correct, "published_judge": verdict.method,
+            **judge_spent(model, verdict.usage)}
 

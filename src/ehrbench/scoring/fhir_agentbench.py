@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from ehrbench.ehrsql.scoring import answers_match
+from ehrbench.llm.tool_chat import Usage
 from ehrbench.metrics.retrieval import ids_by_type, published_retrieval_score, retrieval_score
 from ehrbench.scoring.ehrsql2024 import display_answer
 from ehrbench.scoring.fhir_agentbench_judge import published_correct
+from ehrbench.scoring.judge_cost import judge_spent
 from ehrbench.tasks import AgentAnswer, EvalTask
 
 PROTOCOL = "fhir_agentbench"
@@ -38,6 +40,7 @@ def score_trial(task: EvalTask, answer: AgentAnswer, judge: Judge | None = None)
     gold = task.gold
     text = display_answer(answer)
     scored: dict = {"answer": text}
+    spent = Usage()  # the judges' tokens: ehrbench's judge, then FHIR-AgentBench's
     if answer.abstained:
         correct = not gold.is_answerable
     elif not gold.is_answerable or text is None or gold.answer_text is None:
@@ -46,12 +49,16 @@ def score_trial(task: EvalTask, answer: AgentAnswer, judge: Judge | None = None)
         judgement = judge.judge(task.view.instruction, gold.answer_text, text)
         correct = judgement.correct
         scored["answer_judge"] = judgement.method
+        spent += judgement.usage
     else:
         correct = answers_match(text, gold.answer_text)
     retrieval = retrieval_score(answer.fhir_ids, gold.fhir_ids)
     scored.update(reward=float(correct), correct=correct, retrieval_precision=retrieval.precision,
                   retrieval_recall=retrieval.recall, retrieved_fhir_ids=sorted({str(i) for i in answer.fhir_ids}))
-    scored.update(_published(task, answer, text, getattr(judge, "model", None)))
+    model = getattr(judge, "model", None)
+    published = _published(task, answer, text, model)
+    spent += published.pop("usage")
+    scored.update(published, **judge_spent(model, spent))
     return scored
 
 
@@ -68,4 +75,5 @@ def _published(task: EvalTask, answer: AgentAnswer, text: str | None, model) -> 
     verdict = published_correct(task.view.instruction, gold.published_answer or gold.answer_text, not gold.fhir_ids,
                                 said, model, gold_answer_text=gold.answer_text)
     return {"published_correct": verdict.correct, "published_judge": verdict.method,
-            "published_retrieval_precision": retrieval.precision, "published_retrieval_recall": retrieval.recall}
+            "published_retrieval_precision": retrieval.precision, "published_retrieval_recall": retrieval.recall,
+            "usage": verdict.usage}
