@@ -120,18 +120,19 @@ class BuildParameters(BaseModel):
     @classmethod
     def from_environment(cls, **overrides) -> BuildParameters:
         """Fill source directories from EHRBENCH_MIMIC_IV_DIR / EHRBENCH_EICU_DIR / EHRBENCH_MIMIC_IV_NOTE_DIR /
-        EHRBENCH_EHRSQL2024_DIR and the
-        question models from EHRBENCH_PARAPHRASE_MODEL / EHRBENCH_NOTE_QUESTION_MODEL where not given (so the manifest
-        records what was used)."""
+        EHRBENCH_EHRSQL2024_DIR and the question models from EHRBENCH_PARAPHRASE_MODEL / EHRBENCH_NOTE_QUESTION_MODEL
+        where not given (so the manifest records what was used). notes='synthetic' leaves the MIMIC-IV-Note
+        directory of the environment unused."""
         values = {k: v for k, v in overrides.items() if v not in (None, "")}
         env = environment()
         for name in SOURCE_DIRS:
+            if name == "mimic_iv_note_dir" and values.get("notes") == "synthetic":
+                continue
             if name not in values and getattr(env, name):
                 values[name] = getattr(env, name)
         values["questions"] = _with_models(values.get("questions") or {},
                                            {name: getattr(env, name) for name in QUESTION_MODELS})
         return cls(**values)  # validated whole: an error's location names the nested field (questions.per_template)
-
 
     @property
     def notes_source(self) -> NotesSource:

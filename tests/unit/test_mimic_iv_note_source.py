@@ -94,6 +94,9 @@ def test_real_notes_are_asked_for_by_a_directory_or_by_name_and_need_a_question_
     monkeypatch.setenv("EHRBENCH_NOTE_QUESTION_MODEL", "openai:gpt-4o-mini")
     from_env = BuildParameters.from_environment()
     assert (from_env.mimic_iv_note_dir, from_env.notes_source) == (tmp_path, "mimic_iv_note")
+    # an explicit notes='synthetic' wins over the environment's directory
+    synthetic = BuildParameters.from_environment(notes="synthetic")
+    assert (synthetic.mimic_iv_note_dir, synthetic.notes_source) == (None, "synthetic")
 
 
 def _notes(subjects):

@@ -13,6 +13,7 @@ against the `meds` package's schemas before it is written.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import version
@@ -62,8 +63,12 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
     events_table = f"{SCHEMA}.{TIMELINES[timeline]}"
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
+        missing = con.execute(f"select count(distinct code) from {events_table} where code not in "
+                              f"(select code from {SCHEMA}.codes)").fetchone()[0]
+        if missing:  # before anything is written
+            raise ValidationError(f"{SCHEMA}.codes lacks {missing} code(s) of {events_table}; MEDS requires every "
+                                  "code of the data in metadata/codes.parquet")
         counts = con.execute(f"select subject_id, count(*) from {events_table} group by 1 order by 1").fetchall()
-        subjects = [subject for subject, _ in counts]
         files = []
         for shard, (first, last) in enumerate(shard_bounds(counts, EVENTS_PER_SHARD)):
             data = con.execute(f"select {', '.join(EVENT_COLUMNS)} from {events_table} where subject_id between ? "
@@ -71,17 +76,12 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
             files.append(_write(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
         codes = con.execute(f"select code, description, parent_codes from {SCHEMA}.codes where code in "
                             f"(select distinct code from {events_table}) order by code").to_arrow_table()
-        missing = con.execute(f"select count(distinct code) from {events_table} where code not in "
-                              f"(select code from {SCHEMA}.codes)").fetchone()[0]
-        if missing:
-            raise ValidationError(f"{SCHEMA}.codes lacks {missing} code(s) of {events_table}; MEDS requires every "
-                                   "code of the data in metadata/codes.parquet")
         files.append(_write(root / meds.code_metadata_filepath, meds.CodeMetadataSchema, codes))
         splits = con.execute(f"select subject_id, split from {SCHEMA}.subject_splits where subject_id in "
                              f"(select subject_id from {events_table}) order by subject_id").to_arrow_table()
         files.append(_write(root / meds.subject_splits_filepath, meds.SubjectSplitSchema, splits))
-        events, static, first, last = con.execute(
-            f"select count(*), count(*) filter (where time is null), strftime(min(time), '%Y-%m-%d %H:%M:%S'), "
+        static, first, last = con.execute(
+            f"select count(*) filter (where time is null), strftime(min(time), '%Y-%m-%d %H:%M:%S'), "
             f"strftime(max(time), '%Y-%m-%d %H:%M:%S') from {events_table}").fetchone()
     finally:
         con.close()
@@ -92,9 +92,9 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
     path = root / meds.dataset_metadata_filepath
     write_once(path, lambda tmp: tmp.write_text(json.dumps(metadata, indent=2) + "\n"))
     files.append(path)
-    split_counts = dict(sorted(_count(splits.column("split").to_pylist()).items()))
-    return MedsDataset(timeline, len(subjects), events, static, codes.num_rows, len(files) - 3, split_counts,
-                       first, last, [str(f.relative_to(build_dir)) for f in files])
+    split_counts = dict(sorted(Counter(splits.column("split").to_pylist()).items()))
+    return MedsDataset(timeline, len(counts), sum(n for _, n in counts), static, codes.num_rows, len(files) - 3,
+                       split_counts, first, last, [str(f.relative_to(build_dir)) for f in files])
 
 
 def shard_bounds(counts: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
@@ -130,9 +130,3 @@ def _check(schema: type, value, path: Path):
         raise ValidationError(f"{path}: does not conform to meds.{schema.__name__} ({exc}{cause})") from None
     return aligned
 
-
-def _count(values: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return counts

@@ -67,7 +67,6 @@ def verify_audit(task_dir: Path, workspace: Path) -> Verdict:
 
 
 VERIFIERS: dict[str, Callable[[Path, Path], Verdict]] = {"dq": verify_audit}
-PREPARERS: dict[str, Callable[[Path, Path], Path]] = {"dq": prepare_audit_workspace}
 
 
 def verify(family: str, task_dir: Path, workspace: Path) -> Verdict:
