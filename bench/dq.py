@@ -18,10 +18,7 @@ import shutil
 from pathlib import Path
 
 from fresh_process import run_fresh
-from scaleup import PRELUDE, PREPARE
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+from scaleup import PRELUDE, PREPARE, parse_factor_options
 
 UPSTREAM = """
 from ehrbench.transform import run_dbt
@@ -99,15 +96,10 @@ def run_factor(factor: int, options, work: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--factors", default="1,10")
-    parser.add_argument("--work-dir", type=Path, default=REPO / "data" / "bench")
-    parser.add_argument("--mimic-iv-dir", type=Path, default=SHARED / "mimic-iv-demo-2.2")
     parser.add_argument("--recipes", type=Path, default=None, help="recipe file (default: the suite's own)")
-    options = parser.parse_args()
-    if not options.mimic_iv_dir.is_dir():
-        raise SystemExit(f"MIMIC-IV demo not found at {options.mimic_iv_dir} (--mimic-iv-dir)")
+    options = parse_factor_options(parser)
     results = []
-    for factor in (int(f) for f in options.factors.split(",")):
+    for factor in options.factors:
         result = run_factor(factor, options, options.work_dir)
         results.append(result)
         print(f"x{factor}: {result['patients']} patients, {result['extract_rows']:,} extract rows; extract "

@@ -22,10 +22,8 @@ import shutil
 from pathlib import Path
 
 from fresh_process import run_fresh
-from scaleup import PRELUDE, PREPARE
+from scaleup import PRELUDE, PREPARE, parse_factor_options
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
 GOAL_PER_S = 200_000
 
 PROFILE = """
@@ -125,17 +123,12 @@ def run_factor(factor: int, options, work: Path) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--factors", default="1,10")
     parser.add_argument("--views", default=",".join(VIEWS), help="FHIR views to measure, comma-separated")
-    parser.add_argument("--work-dir", type=Path, default=REPO / "data" / "bench")
-    parser.add_argument("--mimic-iv-dir", type=Path, default=SHARED / "mimic-iv-demo-2.2")
     parser.add_argument("--validate-sample", type=int, default=100_000,
                         help="resources validated (a seeded sample when there are more)")
-    options = parser.parse_args()
-    if not options.mimic_iv_dir.is_dir():
-        raise SystemExit(f"MIMIC-IV demo not found at {options.mimic_iv_dir} (--mimic-iv-dir)")
+    options = parse_factor_options(parser)
     results = []
-    for factor in (int(f) for f in options.factors.split(",")):
+    for factor in options.factors:
         for result in run_factor(factor, options, options.work_dir):
             results.append(result)
             print(f"x{factor} {result['view']}: {result['resources']:,} resources; generation "

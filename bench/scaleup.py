@@ -44,6 +44,19 @@ SHIFT_GROUPS = {"linkorderid": "orderid", "transfer_id": "stay_id"}
 WITHOUT_EICU = ("--exclude", "source:eicu+")
 
 
+def parse_factor_options(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The options the scale-up benches (dq.py, fhir.py, meds.py) share, added to `parser` and parsed with its own:
+    --factors (parsed into a list of ints), --work-dir, --mimic-iv-dir (which must be a folder)."""
+    parser.add_argument("--factors", default="1,10", help="comma-separated replication factors")
+    parser.add_argument("--work-dir", type=Path, default=REPO / "data" / "bench")
+    parser.add_argument("--mimic-iv-dir", type=Path, default=SHARED / "mimic-iv-demo-2.2")
+    options = parser.parse_args()
+    if not options.mimic_iv_dir.is_dir():
+        raise SystemExit(f"MIMIC-IV demo not found at {options.mimic_iv_dir} (--mimic-iv-dir)")
+    options.factors = [int(f) for f in options.factors.split(",")]
+    return options
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
