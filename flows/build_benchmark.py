@@ -164,7 +164,8 @@ def build_benchmark(
             with stage("meds") as done:
                 mimic_iv = next({"edition": r.edition, "version": r.version} for r in releases
                                 if r.dataset == "mimic_iv")
-                meds_run, meds_datasets = build_meds(layout, build_dir, dbt_vars, logs, mimic_iv, created_at)
+                meds_run, meds_datasets = build_meds(layout, build_dir, dbt_vars, logs, mimic_iv, created_at,
+                                                           parameters.seed)
                 done(meds_detail(meds_datasets))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),

@@ -6,6 +6,14 @@ terminal agents' workspace tasks.
       → per timeline, data shards and metadata checked against the `meds` package's schemas (ehrbench.meds.export)
         and written to meds/<timeline>/
       → artifact `meds`: subjects, events, codes and splits per timeline.
+    the raw release's files (as ingested and verified) of a seeded sample of subjects, a seeded customisation of the
+      event configuration → the MEDS conversion tasks with their gold (ehrbench.meds.conversion_tasks) in
+      workspace_tasks/meds_conversion/
+      → artifact `meds-conversion-tasks`: each task's tables, customisations and expected events.
+    meds/raw → new-onset diagnosis targets as ACES task configs, labels by ACES, a seeded subject split, the
+      count-features baseline trained and scored → the event-modelling tasks in workspace_tasks/event_modelling/
+      (ehrbench.meds.modelling_tasks)
+      → artifact `event-modelling-tasks`: each task's cohort and baseline AUROC.
 """
 
 from __future__ import annotations
@@ -17,19 +25,25 @@ import meds
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from ehrbench.layout import DataLayout
+from ehrbench.layout import BuildLayout, DataLayout
+from ehrbench.meds.conversion_tasks import FAMILY, ingested_mimic_iv, plan_conversion_tasks, write_conversion_task
 from ehrbench.meds.export import TIMELINES, MedsDataset, export_meds
+from ehrbench.meds.modelling_tasks import FAMILY as MODELLING
+from ehrbench.meds.modelling_tasks import write_modelling_tasks
 from ehrbench.profiles import ProfileVars
 from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, table_artifact
 
 CONVENTION = "Medical-Event-Data-Standard/MIMIC_IV_MEDS event_configs.yaml"
+CONVERSION_TASKS = 4  # MEDS conversion tasks of a build
+MODELLING_TASKS = 3  # event-modelling tasks of a build (fewer when fewer targets have enough positive patients)
 LICENSES = {"demo": "ODbL-1.0", "full": "PhysioNet Credentialed Health Data License 1.5.0"}
 
 
 @flow(name="meds")
 def build_meds(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, log_dir: Path,
-               mimic_iv: dict, created_at: datetime) -> tuple[DbtRun, dict]:
+               mimic_iv: dict, created_at: datetime, seed: int, conversion_tasks: int = CONVERSION_TASKS,
+               modelling_tasks: int = MODELLING_TASKS) -> tuple[DbtRun, dict]:
     """Returns the dbt run and the manifest's `meds` entry. `mimic_iv`: the ingested release (edition, version)."""
     run = run_dbt(["build", "--select", "meds"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
@@ -39,8 +53,48 @@ def build_meds(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, l
                                        "codes": d.codes, "shards": d.shards, "first": d.first_time,
                                        "last": d.last_time, **d.splits} for d in datasets],
                    description="MEDS datasets of the build (meds/<timeline>/), checked against the meds schemas")
+    tasks = write_conversion_tasks(layout.warehouse, build_dir, seed, conversion_tasks)
+    table_artifact(key="meds-conversion-tasks", table=[
+        {"task": t["task_id"], "tables": ", ".join(t["tables"]), "customisations": ", ".join(t["customisations"]),
+         "subjects": t["subjects"], "events": t["events"]} for t in tasks],
+        description="MEDS conversion tasks (workspace_tasks/meds_conversion/): seeded customisations of the "
+                    "MEDS-for-MIMIC-IV mapping over raw tables, with the gold events")
+    modelling = write_event_modelling_tasks(build_dir, seed, modelling_tasks)
+    table_artifact(key="event-modelling-tasks", table=modelling,
+                   description="Event-modelling tasks (workspace_tasks/event_modelling/): new-onset diagnosis "
+                               "targets as ACES configs, their cohorts and the count-features baseline's test AUROC")
     return run, {"meds_version": meds.__version__, "convention": CONVENTION,
-                 "timelines": {d.timeline: {k: v for k, v in vars(d).items() if k != "timeline"} for d in datasets}}
+                 "timelines": {d.timeline: {k: v for k, v in vars(d).items() if k != "timeline"} for d in datasets},
+                 "conversion_tasks": tasks, "modelling_tasks": modelling}
+
+
+@task(name="write-event-modelling-tasks", cache_policy=NO_CACHE)
+def write_event_modelling_tasks(build_dir: Path, seed: int, count: int) -> list[dict]:
+    """The tasks (labels by ACES, the baseline trained and scored) from the build's raw-timeline MEDS data."""
+    layout = BuildLayout(build_dir)
+    golds = write_modelling_tasks(layout.meds("raw"), layout.root / "workspace_tasks" / MODELLING, seed, count)
+    for gold in golds:
+        get_run_logger().info("%s: %d train rows (%d positive), %d test patients (%d positive); baseline AUROC "
+                              "%.3f", gold["task_id"], gold["train"]["rows"], gold["train"]["positive_rows"],
+                              gold["test"]["subjects"], gold["test"]["positive"], gold["baseline"]["auroc"])
+    return [{"task_id": g["task_id"], "target": g["regex"], "train_rows": g["train"]["rows"],
+             "train_positive_rows": g["train"]["positive_rows"], "test_subjects": g["test"]["subjects"],
+             "test_positive": g["test"]["positive"], "baseline_auroc": g["baseline"]["auroc"]} for g in golds]
+
+
+@task(name="write-meds-conversion-tasks", cache_policy=NO_CACHE)
+def write_conversion_tasks(warehouse: Path, build_dir: Path, seed: int, count: int) -> list[dict]:
+    """The tasks (each with its gold) from the raw MIMIC-IV files the build ingested."""
+    sources, subject_ids = ingested_mimic_iv(warehouse)
+    entries = []
+    for plan in plan_conversion_tasks(subject_ids, count, seed, set(sources)):
+        gold = write_conversion_task(plan, sources, BuildLayout(build_dir).workspace_task(FAMILY, plan.task_id).root)
+        entries.append({"task_id": plan.task_id, "tables": list(plan.tables),
+                        "customisations": list(plan.customisations), "subjects": len(plan.subjects),
+                        "events": gold["expected"]["events"], "content_sha256": gold["expected"]["content_sha256"]})
+        get_run_logger().info("%s: %s over %s, %d events", plan.task_id, ", ".join(plan.customisations),
+                              ", ".join(plan.tables), gold["expected"]["events"])
+    return entries
 
 
 @task(name="write-meds", task_run_name="write-meds/{timeline}", cache_policy=NO_CACHE)

@@ -14,6 +14,10 @@ scores) — and the user ends the conversation.
 In noteqa it answers EHRNoteQA's prompt (no system message; the notes' "Patient ID : …" header names the question)
 with the correct option, "<letter>. <text>" as the prompt shows it for multiple-choice, the text for open-ended; as
 EHRNoteQA's judge it says "yes" / "Score: 1" exactly when the output holds the correct option's text.
+
+In meds_conversion it writes and runs, with run_shell, the pandas converter of tests/meds_pandas_conversion.py (written
+from the instruction alone), then submits the workspace; in event_modelling it writes the hidden test labels as its
+predictions.csv.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import duckdb
 import pyarrow.parquet as pq
 
 from ehrbench.agents.simulated_user import STOP_TOKEN, USER_SYSTEM_PROMPT, VALIDATOR_PROMPT, VERIFIER_PROMPT
+from ehrbench.layout import BuildLayout
 from ehrbench.metrics.answers import answer_values
 from ehrbench.scoring.ehrchatqa import answer_value, result_cell
 from ehrbench.scoring.transcripts import read_result
 from tests.llm_servers import Reply, Request
 
+PANDAS_CONVERSION = Path(__file__).parent / "meds_pandas_conversion.py"
 _TASK = re.compile(r"task ([0-9a-f]{24})")
 
 
@@ -56,6 +62,10 @@ class GoldPolicy:
             instruction = (labels.parent.parent / "instruction.md").read_text()
             table = pq.read_table(labels, columns=["table", "row_id"]).to_pylist()
             self.dq_labels[instruction] = sorted({(r["table"], r["row_id"]) for r in table})
+        # an event-modelling task's instruction (its system prompt) → its hidden test labels
+        self.modelling_labels = {
+            task.instruction.read_text(encoding="utf-8"): pq.read_table(task.gold / "test_labels.parquet").to_pylist()
+            for task in BuildLayout(build_dir).workspace_tasks_of("event_modelling")}
 
     def __call__(self, request: Request) -> Reply:
         messages = request.body["messages"]
@@ -73,6 +83,11 @@ class GoldPolicy:
             return self._user(system, messages)
         if "auditing an extract" in system:
             return self._auditor(system, messages)
+        if system.startswith("You are working on a task in a terminal"):  # a workspace suite
+            instruction = system.split("The task:\n", 1)[1]
+            if instruction in self.modelling_labels:
+                return self._modeller(self.modelling_labels[instruction], messages)
+            return self._converter(messages)
         if "FHIR R4 records" in system:
             return self._agent(self.by_question[("fhir", _first_user(messages))], messages, fhir=True)
         if system.startswith("Instruction:\n- You are a DB agent"):  # EHR-ChatQA's agent instruction
@@ -168,6 +183,24 @@ class GoldPolicy:
             ("flag_rows", {"table": table, "query": f"select _row_id from {table} where _row_id in "
                                                     f"({', '.join(repr(i) for i in ids)})"})
             for table, ids in sorted(by_table.items())))
+
+
+    @staticmethod
+    def _modeller(labels: list[dict], messages: list[dict]) -> Reply:
+        """The event-modelling task's test labels as its predictions, written with run_shell."""
+        if "run_shell" in _calls_made(messages):
+            return Reply(tool_calls=(("submit_workspace", {}),))
+        lines = "".join(f"{r['subject_id']},{float(r['boolean_value'])}\\n" for r in labels)
+        return Reply(tool_calls=(("run_shell", {"command": "printf 'subject_id,predicted_boolean_probability\\n"
+                                                           f"{lines}' > predictions.csv"}),))
+
+    @staticmethod
+    def _converter(messages: list[dict]) -> Reply:
+        """The MEDS conversion done by the pandas converter written from the instruction (its own code, no gold)."""
+        if "run_shell" in _calls_made(messages):
+            return Reply(tool_calls=(("submit_workspace", {}),))
+        return Reply(tool_calls=(("run_shell", {"command": f"cat > convert.py <<'PY'\n{PANDAS_CONVERSION.read_text()}"
+                                                           "\nPY\npython convert.py"}),))
 
 
 def _first_user(messages: list[dict]) -> str:

@@ -94,7 +94,9 @@ def noteqa_detail(noteqa: NoteQaEntry | Mapping) -> str:
 def meds_detail(meds: MedsEntry | Mapping) -> str:
     meds = MedsEntry.model_validate(meds)
     return "; ".join(f"{name}: {t.subjects:,} subjects, {t.events:,} events, {t.codes:,} codes"
-                     for name, t in meds.timelines.items()) + f" (MEDS {meds.meds_version}, schemas checked)"
+                     for name, t in meds.timelines.items()) + f" (MEDS {meds.meds_version}, schemas checked)" + (
+        f"; {len(meds.conversion_tasks)} conversion tasks" if meds.conversion_tasks else "") + (
+        f", {len(meds.modelling_tasks)} event-modelling tasks" if meds.modelling_tasks else "")
 
 
 def _by_suite(questions: QuestionsEntry) -> Counter:

@@ -36,6 +36,8 @@ This module imports nothing of ehrbench: every other part may use it.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +83,36 @@ class AuditTaskLayout:
     @property
     def task_json(self) -> Path:
         """`gold/task.json`: the task's recipe, seed, families and counts (hidden)."""
+        return self.gold / "task.json"
+
+
+@dataclass(frozen=True)
+class WorkspaceTaskLayout:
+    """A workspace task (docs/benchmarks.md#workspace-tasks): what the agent is told, the folder it starts from
+    (copied fresh for every trial) and the hidden gold its verifier reads."""
+
+    root: Path
+
+    @property
+    def task_id(self) -> str:
+        return self.root.name
+
+    @property
+    def instruction(self) -> Path:
+        return self.root / "instruction.md"
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace's starting content (the instruction is copied in beside it)."""
+        return self.root / "workspace"
+
+    @property
+    def gold(self) -> Path:
+        return self.root / "gold"
+
+    @property
+    def task_json(self) -> Path:
+        """The task's parameters and expected figures."""
         return self.gold / "task.json"
 
 
@@ -261,6 +293,14 @@ class BuildLayout:
         """`dq/<task_id>/`: one audit task (agent-facing instruction and data; hidden `gold/`)."""
         return AuditTaskLayout(self.dq / task_id)
 
+    def workspace_tasks_of(self, family: str) -> list[WorkspaceTaskLayout]:
+        """A family's workspace tasks (e.g. meds_conversion) present (written whole: the instruction comes last)."""
+        folder = self.root / "workspace_tasks" / family
+        return [WorkspaceTaskLayout(path.parent) for path in sorted(folder.glob("*/instruction.md"))]
+
+    def workspace_task(self, family: str, task_id: str) -> WorkspaceTaskLayout:
+        return WorkspaceTaskLayout(self.root / "workspace_tasks" / family / task_id)
+
     def dq_tasks(self) -> list[AuditTaskLayout]:
         """The audit tasks present (folders with an `instruction.md`), by task id."""
         return [AuditTaskLayout(path.parent) for path in sorted(self.dq.glob("*/instruction.md"))]
@@ -350,3 +390,16 @@ class DataLayout(BaseModel):
     def dbt_work(self) -> Path:
         """dbt target/ and logs/ per data directory, so two checkouts never share state."""
         return self.root / "dbt"
+
+
+def write_once(path: Path, write: Callable[[Path], object]) -> None:
+    """Files of a build are written once, whole: `write(temporary path)`, then renamed to `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        raise FileExistsError(f"{path} exists; the files of a build are written once")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -154,10 +154,38 @@ class MedsTimelineEntry(ManifestPart):
     files: list[str] = Field(default_factory=list)
 
 
+class ConversionTaskEntry(ManifestPart):
+    """One MEDS conversion task (`workspace_tasks/meds_conversion/<task_id>/`,
+    docs/benchmarks.md#meds-conversion-tasks), drawn from the build's seed."""
+
+    task_id: str
+    tables: list[str] = Field(default_factory=list)
+    customisations: list[str] = Field(default_factory=list, description="The seeded changes to the standard mapping.")
+    subjects: int = 0
+    events: int = Field(0, description="Events of the gold.")
+    content_sha256: str | None = None
+
+
+class ModellingTaskEntry(ManifestPart):
+    """One event-modelling task (`workspace_tasks/event_modelling/<task_id>/`,
+    docs/benchmarks.md#event-modelling-tasks): its target, cohort and baseline."""
+
+    task_id: str
+    target: str | None = Field(None, description="The ACES regex of the new-onset diagnosis.")
+    train_rows: int = 0
+    train_positive_rows: int = 0
+    test_subjects: int = 0
+    test_positive: int = 0
+    baseline_auroc: float | None = None
+
+
 class MedsEntry(ManifestPart):
-    """`meds`: the build's MIMIC-IV as MEDS datasets, checked against the `meds` package's schemas."""
+    """`meds`: the build's MIMIC-IV as MEDS datasets, checked against the `meds` package's schemas, and the MEDS
+    conversion tasks made from its raw files."""
 
     meds_version: str | None = None
     convention: str | None = Field(None, description="Whose event configuration the codes follow.")
     timelines: dict[str, MedsTimelineEntry] = Field(default_factory=dict, description=(
         "raw (MIMIC-IV's own times) and shifted (the ehrsql2024 and renamed databases' patients and times)."))
+    conversion_tasks: list[ConversionTaskEntry] = Field(default_factory=list)
+    modelling_tasks: list[ModellingTaskEntry] = Field(default_factory=list)

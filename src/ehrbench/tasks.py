@@ -5,11 +5,14 @@ nothing of ehrbench, so none of them has to import another to agree on a task (t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-SUITES = ("ehrsql", "chatqa", "fhir", "dq", "noteqa")
+SUITES = ("ehrsql", "chatqa", "fhir", "dq", "noteqa", "meds_conversion", "event_modelling")
+# the suites whose tasks are workspace tasks of the family of the same name: a trial's agent works in a fresh copy
+# of the task's folder, which the family's verifier scores (ehrbench.workspace.verify)
+WORKSPACE_SUITES = ("meds_conversion", "event_modelling")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class TaskView:
     qa_format: str | None = None  # multichoice | openended
     option_seed: int | None = None  # the evaluation's seed, which a trial's option shuffle draws from
     option_order: tuple[int, ...] | None = None
+    workspace: Path | None = None  # a workspace suite's trial folder, made fresh by the harness before the agent runs
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Gold:
     published_answer: str | None = None  # an imported task's answer as its file writes it (a published judge reads
     # it); noteqa: the correct option's letter among the file's options
     dq_task_dir: Path | None = None  # holds gold/labels.parquet
+    workspace_task_dir: Path | None = None  # a workspace suite's task (ehrbench.layout.WorkspaceTaskLayout)
     # the published scoring rules the task is scored by (ehrsql2024 | ehrsql2022 | ehrchatqa | fhir_agentbench);
     # None: the suite's own (a generated suite follows the benchmark it is modelled on)
     protocol: str | None = None
@@ -103,3 +108,16 @@ class Agent(Protocol):
     name: str
 
     def run(self, view: TaskView) -> AgentAnswer: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A workspace task's verdict (ehrbench.workspace.verify): a binary reward with the family's diagnostic metrics."""
+
+    passed: bool
+    reward: float  # 1.0 when passed, else 0.0
+    metrics: dict = field(default_factory=dict)
+    problem: str | None = None  # why the submission failed, counted as empty, or was partly ignored
+
+    def to_dict(self) -> dict:
+        return asdict(self)

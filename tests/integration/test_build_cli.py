@@ -465,21 +465,24 @@ def test_evaluate_the_baseline_agents_on_every_suite_and_resume(demo_build, cli_
     assert folder == data_dir / "results" / "run_id=it"
     parts = sorted(folder.glob("part-*.parquet"))
     trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet', hive_partitioning = true)").df()
-    # 15 tasks of each question suite and of noteqa + all 12 audit tasks, 2 agents, 2 trials
-    assert len(trials) == 2 * 2 * (4 * 15 + 12) and set(trials["run_id"]) == {"it"}
+    # 15 tasks of each question suite and of noteqa + all 12 audit, 4 conversion and 3 event-modelling tasks, 2 agents,
+    # 2 trials
+    assert len(trials) == 2 * 2 * (4 * 15 + 12 + 4 + 3) and set(trials["run_id"]) == {"it"}
     assert (trials["status"] == "completed").all()
     oracle, abstain = trials[trials["agent"] == "oracle"], trials[trials["agent"] == "abstain"]
     assert (oracle["reward"] == 1.0).all()  # the harness's self-check: gold scores 100 % on every suite
-    questions = abstain[~abstain["suite"].isin(["dq", "noteqa"])]
+    worked = ["dq", "noteqa", "meds_conversion", "event_modelling"]  # no abstention is right there
+    questions = abstain[~abstain["suite"].isin(worked)]
     assert ((questions["reward"] == 1.0) == ~questions["is_answerable"].astype(bool)).all()
-    assert (abstain.loc[abstain["suite"].isin(["dq", "noteqa"]), "reward"] == 0.0).all()  # every note has an answer
+    # every note has an answer; an untouched workspace fails its verifier
+    assert (abstain.loc[abstain["suite"].isin(worked), "reward"] == 0.0).all()
 
     metrics = run_cli(["metrics", "--run-id", "it", "--json", "--data-dir", str(data_dir)], cli_env)
     assert metrics.returncode == 0, metrics.stderr
     rows = {(r["agent"], r["suite"]): r for r in map(json.loads, metrics.stdout.splitlines())}
-    assert {suite for _, suite in rows} == {"ehrsql", "chatqa", "fhir", "dq", "noteqa"}
-    assert all(rows[("oracle", s)]["success_rate"] == 1.0 and rows[("oracle", s)]["pass^2"] == 1.0
-               for s in ("ehrsql", "chatqa", "fhir", "dq", "noteqa"))
+    suites = ("ehrsql", "chatqa", "fhir", "dq", "noteqa", "meds_conversion", "event_modelling")
+    assert {suite for _, suite in rows} == set(suites)
+    assert all(rows[("oracle", s)]["success_rate"] == 1.0 and rows[("oracle", s)]["pass^2"] == 1.0 for s in suites)
     assert rows[("oracle", "ehrsql")]["RS(N)"] == 1.0 and rows[("oracle", "fhir")]["retrieval_recall"] == 1.0
     assert rows[("abstain", "ehrsql")]["F1_ans"] == 0.0
 
@@ -546,7 +549,8 @@ def test_evaluate_an_llm_agent_through_a_real_model_server(demo_build, cli_env, 
     assert result.returncode == 0, result.stderr[-3000:]
     folder = Path(result.stdout.strip().splitlines()[-1])
     trials = duckdb.sql(f"select * from read_parquet('{folder}/*.parquet')").df()
-    assert len(trials) == 4 * 4 + 4 and (trials["status"] == "completed").all(), trials[["suite", "error"]]
+    # 4 tasks of each suite but event_modelling (3), and 4 noteqa questions in two formats
+    assert len(trials) == 4 * 5 + 3 + 4 and (trials["status"] == "completed").all(), trials[["suite", "error"]]
     assert (trials["reward"] == 1.0).all(), trials.loc[trials["reward"] != 1.0, ["suite", "task_id", "answer"]]
     assert set(trials["model"]) == {f"openai:scripted@{server.base_url}"}
     assert set(trials["sandbox"]) == {"bubblewrap"}  # every row says how its agent's SQL and Python were isolated

@@ -214,7 +214,8 @@ GEMINI_WITH_URL = ("model spec 'gemini:m@http://h': a Gemini model takes no base
      "api_key_secret)"),
     (["--judge-model", "gemini:m@http://h"], f"--judge-model: {GEMINI_WITH_URL}"),
     (["--suite", "ehrsql", "--suite", "sql"],
-     "--suite: unknown suite 'sql'; expected some of ehrsql, chatqa, fhir, dq, noteqa"),
+     "--suite: unknown suite 'sql'; expected some of ehrsql, chatqa, fhir, dq, noteqa, meds_conversion, "
+     "event_modelling"),
     (["--run-id", ""], _bad_run_id("--run-id", "")),
     (["--run-id", "../x"], _bad_run_id("--run-id", "../x")),
     (["--run-id", "a/b"], _bad_run_id("--run-id", "a/b")),

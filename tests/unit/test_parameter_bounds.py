@@ -82,8 +82,8 @@ def test_the_bounds_themselves_are_accepted():
                                   "(agents to evaluate)"),
     ({"suites": []}, "suites []: must name at least 1 (suites to evaluate)"),
     ({"suites": ["dq", "dq"]}, "suites ['dq', 'dq']: must name each suite once (suites to evaluate)"),
-    ({"suites": ["sql"]}, "suites ['sql']: must be some of ehrsql, chatqa, fhir, dq, noteqa; unknown: 'sql' (suites to "
-                          "evaluate)"),
+    ({"suites": ["sql"]}, "suites ['sql']: must be some of ehrsql, chatqa, fhir, dq, noteqa, meds_conversion, "
+                          "event_modelling; unknown: 'sql' (suites to evaluate)"),
     ({"run_id": "../elsewhere"}, "run_id '../elsewhere': must be 1-200 letters, digits, '.', '_' or '-', not "
                                  "starting with '.' and without '..' (run id)"),
     ({"run_prefix": "nightly/"}, "run_prefix 'nightly/': must be 1-200 letters, digits, '.', '_' or '-', not "

@@ -301,7 +301,8 @@ def test_a_bad_prediction_file_is_refused_in_one_line(data, imported, tmp_path, 
 def test_evaluation_parameters_take_task_sets_instead_of_suites():
     only = EvaluationParameters(agents=["oracle"], tasksets=["valid"])
     assert (only.chosen_suites(), only.tasksets) == ([], ["valid"])
-    assert EvaluationParameters(agents=["oracle"]).chosen_suites() == ["ehrsql", "chatqa", "fhir", "dq", "noteqa"]
+    assert EvaluationParameters(agents=["oracle"]).chosen_suites() == ["ehrsql", "chatqa", "fhir", "dq", "noteqa",
+                                                                       "meds_conversion", "event_modelling"]
     assert EvaluationParameters(agents=["oracle"], suites=["dq"], tasksets=["v"]).chosen_suites() == ["dq"]
     for names, message in ((["a/b"], "must be task set names"), (["v", "v"], "must name each task set once")):
         with pytest.raises(ValueError, match=message):

@@ -63,8 +63,8 @@ def test_no_submission_or_a_link_to_another_file_scores_as_nothing(task, tmp_pat
 
 
 def test_an_unknown_family_names_the_known_ones(task, tmp_path):
-    with pytest.raises(ValueError, match=r"no verifier for task family 'meds_conversion'; the families are dq"):
-        verify("meds_conversion", task, tmp_path)
+    with pytest.raises(ValueError, match=r"no workspace task family 'event'; the families are dq, meds_conversion"):
+        verify("event", task, tmp_path)
 
 
 def test_the_script_prints_the_verdict_and_exits_0_only_on_a_pass(task, tmp_path):
@@ -76,3 +76,16 @@ def test_the_script_prints_the_verdict_and_exits_0_only_on_a_pass(task, tmp_path
     passed = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert passed.returncode == 0, passed.stderr
     assert json.loads(passed.stdout)["passed"] is True
+
+
+def test_the_script_writes_harbors_reward_file_of_finite_numbers(task, tmp_path):
+    """Harbor reads /logs/verifier/reward.json as a flat object of finite numbers (harbor verifier/verifier.py)."""
+    workspace = prepare_audit_workspace(task, tmp_path / "ws")
+    (workspace / "flagged_rows.csv").write_text(ONE_PER_CLUSTER)
+    reward = tmp_path / "logs" / "verifier" / "reward.json"
+    command = [sys.executable, "-m", "ehrbench.workspace.verify", "dq", str(task), str(workspace),
+               "--harbor-reward", str(reward)]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0
+    written = json.loads(reward.read_text())
+    assert written["reward"] == 1.0 and written["recall"] == 1.0 and written["passed"] == 1.0
+    assert all(isinstance(v, float) for v in written.values())

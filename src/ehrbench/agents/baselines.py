@@ -11,7 +11,8 @@ from ehrbench.agents.config import AgentConfig
 from ehrbench.layout import AuditTaskLayout
 from ehrbench.metrics.retrieval import ids_by_type
 from ehrbench.noteqa.published import LETTERS
-from ehrbench.tasks import Agent, AgentAnswer, Gold, TaskView
+from ehrbench.tasks import WORKSPACE_SUITES, Agent, AgentAnswer, Gold, TaskView
+from ehrbench.workspace.verify import family
 
 
 class OracleAgent:
@@ -22,6 +23,9 @@ class OracleAgent:
 
     def run(self, view: TaskView) -> AgentAnswer:
         gold = self._gold[(view.suite, view.task_id)]
+        if view.suite in WORKSPACE_SUITES:  # the family's reference solution, run in the trial's workspace
+            family(view.suite).solve(gold.workspace_task_dir, view.workspace)
+            return AgentAnswer(transcript=[{"role": "agent", "content": "ran the reference solution"}])
         if view.suite == "dq":
             labels = pq.read_table(AuditTaskLayout(gold.dq_task_dir).labels, columns=["table", "row_id"])
             return AgentAnswer(flagged_rows=sorted(set(zip(*labels.to_pydict().values(), strict=True))),
@@ -43,6 +47,8 @@ class AbstainAgent:
     name = "abstain"
 
     def run(self, view: TaskView) -> AgentAnswer:
+        if view.suite in WORKSPACE_SUITES:
+            return AgentAnswer(transcript=[{"role": "agent", "content": "left the workspace as it was"}])
         if view.suite == "dq":
             return AgentAnswer(flagged_rows=[], transcript=[{"role": "agent", "content": "flagged nothing"}])
         return AgentAnswer(abstained=True, transcript=[{"role": "agent", "content": "abstained"}])

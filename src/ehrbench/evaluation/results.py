@@ -67,6 +67,8 @@ TRIAL_SCHEMA = pa.schema([
     # what the answer judges (ehrbench's, FHIR-AgentBench's, EHRNoteQA's, every vote) spent scoring the trial: the
     # evaluation's cost, kept apart from the agent's (input_tokens, output_tokens, cost_usd); null: no judge model
     ("judge_input_tokens", pa.int64()), ("judge_output_tokens", pa.int64()), ("judge_cost_usd", pa.float64()),
+    # a workspace suite's trial: the folder the agent worked in (kept) and its verifier's metrics and problem (JSON)
+    ("workspace_path", pa.string()), ("verifier_metrics", pa.string()),
 ])
 # A task set's task ids hold its name (ehrbench.tasksets.model.task_id), so one key serves generated suites and task
 # sets alike: unique when a run mixes them, and the resume of a run skips a task set's completed trials as any other

@@ -24,7 +24,7 @@ from ehrbench.questions.generate import current_time_sentence
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.scoring.ehrnoteqa import PROTOCOL as NOTEQA_PROTOCOL
 from ehrbench.seeding import keyed_rng
-from ehrbench.tasks import SUITES, EvalTask, Gold, TaskView
+from ehrbench.tasks import SUITES, WORKSPACE_SUITES, EvalTask, Gold, TaskView
 from ehrbench.tasksets.model import task_id
 from ehrbench.tasksets.store import read_manifest, read_tasks
 
@@ -43,6 +43,11 @@ def load_tasks(build_dir: Path, suites: tuple[str, ...] = SUITES, limit: int | N
             continue  # a build from before the noteqa suite: "every suite" is the ones it has
         if suite == "noteqa":
             found = _noteqa_tasks(layout, seed)
+        elif suite in WORKSPACE_SUITES:
+            found = _workspace_tasks(layout, suite)
+            if not found and suites != SUITES:
+                raise ConfigError(f"build {build_dir} has no {suite} tasks (workspace_tasks/{suite}/): it was built "
+                                  "before they existed; rebuild it to evaluate them")
         else:
             found = _dq_tasks(layout) if suite == "dq" else _question_tasks(layout, suite)
         tasks += _sample(found, limit, seed, suite)
@@ -172,3 +177,9 @@ def _dq_tasks(layout: BuildLayout) -> list[EvalTask]:
     return [EvalTask(TaskView("dq", task.task_id, None, task.instruction.read_text(), data_dir=task.data),
                      Gold(dq_task_dir=task.root))
             for task in layout.dq_tasks()]
+
+
+def _workspace_tasks(layout: BuildLayout, family: str) -> list[EvalTask]:
+    return [EvalTask(TaskView(family, task.task_id, None, task.instruction.read_text(encoding="utf-8")),
+                     Gold(workspace_task_dir=task.root))
+            for task in layout.workspace_tasks_of(family)]

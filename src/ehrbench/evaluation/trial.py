@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from ehrbench.evaluation.judge import AnswerJudge
 from ehrbench.llm.chat import ChatError
 from ehrbench.noteqa.options import for_trial, order_label
 from ehrbench.scoring import protocol_of, score_trial
-from ehrbench.tasks import Agent, AgentAnswer, EvalTask
+from ehrbench.tasks import WORKSPACE_SUITES, Agent, AgentAnswer, EvalTask
+from ehrbench.workspace.verify import family
 
 
 class TransientTrialError(RuntimeError):
@@ -30,6 +33,9 @@ def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts
     row = trial_row(agent.name, task, trial, build_id, getattr(agent, "sandbox", None))
     clock = time.perf_counter()
     try:
+        if task.view.suite in WORKSPACE_SUITES:
+            task = replace(task, view=replace(task.view, workspace=_fresh_workspace(task, trial, agent.name,
+                                                                                   artifacts)))
         answer = agent.run(task.view)
         if answer.user_error:
             row.update(status="invalid", error="the simulated user erred in every attempt (validator)")
@@ -56,10 +62,11 @@ def run_trial(agent: Agent, task: EvalTask, trial: int, build_id: str, artifacts
 def trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str, sandbox: str | None = None) -> dict:
     """The identifying part of a trial's row (also the row of a trial that could not run at all)."""
     view = task.view
+    question = view.suite != "dq" and view.suite not in WORKSPACE_SUITES  # answered, not audited or worked
     return {"build_id": build_id, "suite": view.suite, "db": view.db, "task_id": view.task_id, "trial": trial,
-            "agent": agent_name, "is_answerable": task.gold.is_answerable if view.suite != "dq" else None,
+            "agent": agent_name, "is_answerable": task.gold.is_answerable if question else None,
             "started_at": datetime.now(UTC), "sandbox": sandbox,
-            "protocol": protocol_of(task) if view.suite != "dq" else None,
+            "protocol": protocol_of(task) if question else None,
             "option_order": order_label(view.option_order),
             "correct_option": task.gold.published_answer if view.qa_format == "multichoice" else None}
 
@@ -72,9 +79,23 @@ def failed_trial_row(agent_name: str, task: EvalTask, trial: int, build_id: str,
     return row
 
 
+def _fresh_workspace(task: EvalTask, trial: int, agent_name: str, artifacts: Path) -> Path:
+    """The trial's workspace, `<artifacts>/<agent>/<suite>/<task>-<trial>/`, made anew from the task (a resumed
+    trial starts over), and kept after the trial for inspection."""
+    workspace = artifacts / _folder_name(agent_name) / task.view.suite / f"{task.view.task_id}-{trial}"
+    if workspace.exists():
+        shutil.rmtree(workspace)
+    workspace.parent.mkdir(parents=True, exist_ok=True)
+    return family(task.view.suite).prepare(task.gold.workspace_task_dir, workspace)
+
+
 def _scored(task: EvalTask, answer: AgentAnswer, submission: Path, judge: AnswerJudge) -> dict:
-    """The scored fields of a trial: dq by its audit scorer, every other suite by its task's published protocol
-    (ehrbench.scoring: the gold's protocol, else the suite's)."""
+    """The scored fields of a trial: a workspace suite by its family's verifier, dq by its audit scorer, every other
+    suite by its task's published protocol (ehrbench.scoring: the gold's protocol, else the suite's)."""
+    if task.view.suite in WORKSPACE_SUITES:
+        verdict = family(task.view.suite).verify(task.gold.workspace_task_dir, task.view.workspace)
+        return {"reward": verdict.reward, "correct": verdict.passed, "workspace_path": str(task.view.workspace),
+                "verifier_metrics": json.dumps({**verdict.metrics, "problem": verdict.problem}, default=str)}
     if task.view.suite == "dq":
         submission.parent.mkdir(parents=True, exist_ok=True)
         submission.write_text("table,_row_id\n" + "".join(f"{t},{r}\n" for t, r in answer.flagged_rows or []))

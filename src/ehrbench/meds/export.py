@@ -26,8 +26,7 @@ import pyarrow.parquet as pq
 from flexible_schema.exceptions import SchemaValidationError, TableValidationError
 
 from ehrbench.errors import ValidationError
-from ehrbench.layout import BuildLayout
-from ehrbench.questions.suites import write_once
+from ehrbench.layout import BuildLayout, write_once
 
 SCHEMA = "meds__mimic_iv"  # dbt models/meds/mimic_iv/
 TIMELINES = {"raw": "raw_events", "shifted": "shifted_events"}
@@ -73,13 +72,13 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
         for shard, (first, last) in enumerate(shard_bounds(counts, EVENTS_PER_SHARD)):
             data = con.execute(f"select {', '.join(EVENT_COLUMNS)} from {events_table} where subject_id between ? "
                                f"and ? order by {EVENT_ORDER}", [first, last]).to_arrow_table()
-            files.append(_write(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
+            files.append(write_checked(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
         codes = con.execute(f"select code, description, parent_codes from {SCHEMA}.codes where code in "
                             f"(select distinct code from {events_table}) order by code").to_arrow_table()
-        files.append(_write(root / meds.code_metadata_filepath, meds.CodeMetadataSchema, codes))
+        files.append(write_checked(root / meds.code_metadata_filepath, meds.CodeMetadataSchema, codes))
         splits = con.execute(f"select subject_id, split from {SCHEMA}.subject_splits where subject_id in "
                              f"(select subject_id from {events_table}) order by subject_id").to_arrow_table()
-        files.append(_write(root / meds.subject_splits_filepath, meds.SubjectSplitSchema, splits))
+        files.append(write_checked(root / meds.subject_splits_filepath, meds.SubjectSplitSchema, splits))
         static, first, last = con.execute(
             f"select count(*) filter (where time is null), strftime(min(time), '%Y-%m-%d %H:%M:%S'), "
             f"strftime(max(time), '%Y-%m-%d %H:%M:%S') from {events_table}").fetchone()
@@ -88,7 +87,7 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
     metadata = {"dataset_name": dataset_name, "dataset_version": dataset_version, "etl_name": "ehrbench",
                 "etl_version": version("ehrbench"), "meds_version": meds.__version__,
                 "created_at": created_at.isoformat(), "license": license, "raw_source_id_columns": SOURCE_ID_COLUMNS}
-    _check(meds.DatasetMetadataSchema, metadata, root / meds.dataset_metadata_filepath)
+    check_table(meds.DatasetMetadataSchema, metadata, root / meds.dataset_metadata_filepath)
     path = root / meds.dataset_metadata_filepath
     write_once(path, lambda tmp: tmp.write_text(json.dumps(metadata, indent=2) + "\n"))
     files.append(path)
@@ -114,14 +113,14 @@ def shard_bounds(counts: list[tuple[int, int]], limit: int) -> list[tuple[int, i
     return bounds
 
 
-def _write(path: Path, schema: type, table: pa.Table) -> Path:
+def write_checked(path: Path, schema: type, table: pa.Table) -> Path:
     """`table` aligned to `schema` (its column types: e.g. text_value as large_string), checked, then written."""
-    aligned = _check(schema, table, path)
+    aligned = check_table(schema, table, path)
     write_once(path, lambda tmp: pq.write_table(aligned, tmp))
     return path
 
 
-def _check(schema: type, value, path: Path):
+def check_table(schema: type, value, path: Path):
     try:
         aligned = schema.align(value) if isinstance(value, pa.Table) else value
         schema.validate(aligned)

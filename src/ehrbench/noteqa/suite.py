@@ -26,13 +26,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ehrbench.layout import BuildLayout
+from ehrbench.layout import BuildLayout, write_once
 from ehrbench.llm.token_count import count_text
 from ehrbench.noteqa.generation import AdmissionFacts, generate_questions
 from ehrbench.noteqa.published import LETTERS, MAX_NOTES, notes_block
 from ehrbench.noteqa.records import DischargeNote, by_patient
 from ehrbench.noteqa.text import options_distinct
-from ehrbench.questions.suites import write_once
 from ehrbench.seeding import keyed_rng
 from ehrbench.settings import NotesSource
 

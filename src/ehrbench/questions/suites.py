@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ehrbench.fhir.ground_truth import Grounding
-from ehrbench.layout import BuildLayout
+from ehrbench.layout import BuildLayout, write_once
 from ehrbench.questions.generate import QUESTION_SCHEMA, GeneratedQuestion, current_time_sentence
 
 FHIR_DATABASE = "mimic_iv"
@@ -70,16 +69,3 @@ def write_ehrsql2024_export(questions: Iterable[GeneratedQuestion], build_dir: P
         write_once(folder / name, lambda tmp, text=text: tmp.write_text(text))
         files[name.removesuffix(".json")] = str((folder / name).relative_to(build_dir))
     return files
-
-
-def write_once(path: Path, write) -> None:
-    """Files of a build are written once, whole: to a temporary name, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        raise FileExistsError(f"{path} exists; question files of a build are written once")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

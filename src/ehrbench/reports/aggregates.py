@@ -64,9 +64,18 @@ SUITE_METRICS: dict[str, list[Metric]] = {
                       "per format, level and note count in the breakdowns"), *_PASS,
                Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
                COST, LATENCY],
+    "meds_conversion": [Metric("success_rate", "Pass", _SHARE, True, "conversions whose MEDS events equal the "
+                               "gold's (schema, order, content hash)"), *_PASS,
+                        Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
+                        COST, LATENCY],
+    "event_modelling": [Metric("success_rate", "Pass", _SHARE, True, "predictions whose test AUROC reaches the "
+                               "count-features gradient-boosting baseline's"), *_PASS,
+                        Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
+                        COST, LATENCY],
 }
 HEADLINE = {"ehrsql": "rs_10", "chatqa": "success_rate", "fhir": "success_rate", "dq": "success_rate",
-            "noteqa": "success_rate"}
+            "noteqa": "success_rate", "meds_conversion": "success_rate",
+            "event_modelling": "success_rate"}
 
 
 def _rs_runs(c: str, runs: int) -> str:

@@ -6,10 +6,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ehrbench.layout import BuildLayout
+from ehrbench.layout import BuildLayout, write_once
 from ehrbench.questions.chatqa.suite import SUITE
 from ehrbench.questions.generate import GeneratedQuestion
-from ehrbench.questions.suites import write_once
 
 # EHR-ChatQA's environment names for its renamed databases (our `renamed` profile rebuilds them,
 # docs/benchmarks.md#ehr-chatqa-renamed-schemas)
