@@ -314,3 +314,19 @@ def test_user_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkey
         assert (result.exit_code, result.stderr) == (1, f"ehrbench: error: {raised}\n")
     else:
         assert result.exception is raised and "ehrbench: error:" not in result.stderr
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["tasks", "export", "{tmp}/out", "--format", "terminal-bench"], "--format: expected harbor, got 'terminal-bench'"),
+    (["tasks", "export", "{tmp}/out", "--format", "harbor", "--family", "sql"],
+     "--family: unknown sql; expected some of dq, meds_conversion, event_modelling"),
+    (["tasks", "export", "{tmp}/out", "--format", "harbor"], "--build: no published build in {tmp}/data/benchmarks"),
+    (["tasks", "score-harbor", "{tmp}/job", "--run-id", "../x"], _bad_run_id("--run-id", "../x")),
+    (["tasks", "score-harbor", "{tmp}/job"],
+     "{tmp}/job: no <trial>/result.json; expected a Harbor job folder (jobs/<job name>/)"),
+])
+def test_the_harbor_commands_refuse_bad_input_in_one_line(tmp_path, refusal, args, expected):
+    (tmp_path / "job").mkdir()
+    command, *options = (arg.format(tmp=tmp_path) for arg in args)
+    message = refusal(command, *options, "--data-dir", str(tmp_path / "data"))
+    assert message.startswith(expected.format(tmp=tmp_path)), message

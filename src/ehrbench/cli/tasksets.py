@@ -1,6 +1,7 @@
 """`ehrbench tasks`: published benchmarks' task files as task sets of the data directory (ehrbench.tasksets) —
 import one (checked against a build: its gold SQL executed, its published answers compared), list them, and score
-another harness's prediction file with the protocol's scorer. Refused input is one line and exit code 2, before
+another harness's prediction file with the protocol's scorer; and a build's workspace tasks exported for Harbor, its
+job results read back (ehrbench.workspace.harbor). Refused input is one line and exit code 2, before
 anything is written; a failure while importing (a gold SQL that fails) one line and exit code 1."""
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from typing import Annotated
 
 import typer
 
-from ehrbench.cli.checks import EXIT_FAILED, DataDir, data_root, err, fail, refuse
+from ehrbench.cli.checks import EXIT_FAILED, DataDir, check_build, check_run_id, data_root, err, fail, refuse
 from ehrbench.errors import ConfigError, EhrbenchError
 from ehrbench.layout import DataLayout
 
-tasks_app = typer.Typer(help="Published benchmarks' task files imported as task sets (evaluate with --taskset).",
+tasks_app = typer.Typer(help="Published benchmarks' task files imported as task sets (evaluate with --taskset); "
+                        "workspace tasks exported for Harbor and its jobs scored.",
                         no_args_is_help=True, rich_markup_mode=None)
 
 MISMATCH_CHARS = 160  # of each answer in a printed mismatch; the manifest keeps them whole
@@ -133,6 +135,73 @@ def score(
     except EhrbenchError as exc:  # no scorer for the protocol, the build's database gone
         fail(str(exc), EXIT_FAILED)
     typer.echo(json.dumps(result))
+
+
+@tasks_app.command("export")
+def export(
+    out: Annotated[Path, typer.Argument(help="A new (or empty) folder for the exported tasks.")],
+    format_name: Annotated[str, typer.Option("--format", help="Task format: harbor (Harbor's task folders).")],
+    build: Annotated[str, typer.Option(help="'latest', a build id, or a build folder.")] = "latest",
+    family: Annotated[list[str] | None, typer.Option(
+        help="Only these workspace-task families (repeatable): dq, meds_conversion, event_modelling.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Export a build's workspace tasks (data-quality audits, MEDS conversion, event modelling) for another harness:
+    `--format harbor` writes one Harbor task per task (task.toml, instruction, environment, hidden tests and
+    solution), for terminal agents run by Harbor; read its job back with `ehrbench tasks score-harbor`."""
+    from ehrbench.tasks import WORKSPACE_SUITES
+    from ehrbench.workspace.harbor import export_harbor
+
+    if format_name != "harbor":
+        refuse(f"--format: expected harbor, got {format_name!r}")
+    families = ("dq", *WORKSPACE_SUITES)
+    unknown = sorted(set(family or []) - set(families))
+    if unknown:
+        refuse(f"--family: unknown {', '.join(unknown)}; expected some of {', '.join(families)}")
+    data = DataLayout(root=data_root(data_dir))
+    check_build(data, build)
+    try:
+        folder = data.build_folder(build)
+        exported = export_harbor(folder, out, tuple(family) if family else None)
+    except EhrbenchError as exc:
+        refuse(str(exc))
+    for task in exported:
+        typer.echo(f"{task.folder}\t{task.harbor_name}")
+    err.print(f"{len(exported)} Harbor task(s) of build {folder.resolve().name} in {out}; run them with e.g. "
+              f"'harbor run -p {out} -a <agent> -m <model>', then 'ehrbench tasks score-harbor jobs/<job>'",
+              soft_wrap=True)
+
+
+@tasks_app.command("score-harbor")
+def score_harbor(
+    job: Annotated[Path, typer.Argument(help="A Harbor job folder (jobs/<job name>/) run on exported tasks.")],
+    run_id: Annotated[str | None, typer.Option(help="The results run to write. Default: harbor-<job name>.")] = None,
+    build: Annotated[str | None, typer.Option(
+        help="The build the tasks were exported from, when the export's record is not beside them.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Read a Harbor job's trials (rewards from ehrbench's verifier, agent, tokens, errors) into ehrbench's parquet
+    results, a run of its own: then `ehrbench metrics` and `ehrbench report` show it beside ehrbench's agents."""
+    from ehrbench.evaluation.results import ResultStore
+    from ehrbench.workspace.harbor import read_harbor_job
+
+    run = run_id or f"harbor-{job.resolve().name}"
+    check_run_id(run)
+    data = DataLayout(root=data_root(data_dir))
+    store = ResultStore(data.results, run)
+    if store.parts():
+        refuse(f"--run-id: run {run!r} already has results in {store.folder}; choose another run id")
+    if build is not None:
+        check_build(data, build)
+    try:
+        rows = read_harbor_job(job, build and data.build_folder(build).resolve().name)
+    except EhrbenchError as exc:
+        refuse(str(exc))
+    store.write(rows)
+    passed = sum(1 for r in rows if r["correct"])
+    typer.echo(f"{len(rows)} Harbor trial(s) of {len({r['agent'] for r in rows})} agent(s), {passed} passed, "
+               f"{sum(r['status'] == 'error' for r in rows)} without a reward: {store.folder}")
+    typer.echo(f"next: uv run ehrbench metrics --run-id {run}; uv run ehrbench report --run-id {run}")
 
 
 def check_tasksets(data: DataLayout, build: str, names: list[str]) -> None:
