@@ -138,6 +138,9 @@ def _facts(manifest: Manifest, folder: Path, logs: Path | None) -> list[tuple[st
                     + f", {len(dq.tasks)} dq tasks"
                     + (f", {manifest.noteqa.kept:,} noteqa over {manifest.noteqa.notes_source.upper()} notes"
                        if manifest.noteqa.notes_source else "")
+                    + (f", {len(manifest.meds.conversion_tasks)} meds_conversion and "
+                       f"{len(manifest.meds.modelling_tasks)} event_modelling tasks"
+                       if manifest.meds.conversion_tasks or manifest.meds.modelling_tasks else "")
                     + f"; {questions.quarantined + manifest.noteqa.quarantined} questions quarantined"]),
         *([("meds", [", ".join(f"meds/{name}/ ({t.subjects:,} subjects, {t.events:,} events)"
                                 for name, t in manifest.meds.timelines.items())])] if manifest.meds.timelines else []),

@@ -11,7 +11,15 @@ from rich.console import Console
 
 from ehrbench.build_summary import STAGES, fhir_detail, ingest_detail, stage_line, summary_lines, summary_markdown
 from ehrbench.manifest import InputFile
-from ehrbench.manifest_parts import AuditTaskEntry, DqEntry, MedsEntry, MedsTimelineEntry, QuestionsEntry
+from ehrbench.manifest_parts import (
+    AuditTaskEntry,
+    ConversionTaskEntry,
+    DqEntry,
+    MedsEntry,
+    MedsTimelineEntry,
+    ModellingTaskEntry,
+    QuestionsEntry,
+)
 from ehrbench.progress import ANNOUNCED, PROGRESS, TrialCount, log_to_file, report_trials, terminal_progress
 from ehrbench.sources.checksums import Verification
 from ehrbench.sources.ingest import IngestedFile, ReleaseIngest
@@ -115,13 +123,16 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
     manifest.dq = DqEntry(tasks=[AuditTaskEntry(task_id=f"t{i}", recipe="r", variant="base", folder=f"dq/t{i}",
                                                 clusters=5) for i in range(12)])
     manifest.meds = MedsEntry(timelines={"raw": MedsTimelineEntry(subjects=100, events=1_034_522),
-                                         "shifted": MedsTimelineEntry(subjects=94, events=524_093)})
+                                         "shifted": MedsTimelineEntry(subjects=94, events=524_093)},
+                              conversion_tasks=[ConversionTaskEntry(task_id=f"c{i}") for i in range(4)],
+                              modelling_tasks=[ModellingTaskEntry(task_id=f"m{i}") for i in range(3)])
     folder = tmp_path / "benchmarks" / manifest.build_id
     lines = summary_lines(manifest, folder, tmp_path / "logs" / manifest.build_id)
     text = "\n".join(lines)
     assert lines[0].startswith(f"Build {manifest.build_id} published")
     assert f"folder     {folder}" in text
-    assert "1,717 ehrsql, 528 fhir, 254 chatqa, 12 dq tasks; 3 questions quarantined" in text
+    assert ("1,717 ehrsql, 528 fhir, 254 chatqa, 12 dq tasks, 4 meds_conversion and 3 event_modelling tasks; "
+            "3 questions quarantined") in text
     assert "dbt 289 nodes (287 ok, 2 warn); GX 69/70 expectations met" in text
     assert "meds/raw/ (100 subjects, 1,034,522 events), meds/shifted/ (94 subjects, 524,093 events)" in text
     assert "1 input files do not match SHA256SUMS.txt (unverified): mimic_iv.chartevents" in text
