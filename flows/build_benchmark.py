@@ -162,10 +162,9 @@ def build_benchmark(
                                                                  parameters.questions, logs, parameters.notes_source)
                 done(noteqa_detail(note_questions))
             with stage("meds") as done:
-                mimic_iv = next({"edition": r.edition, "version": r.version} for r in releases
-                                if r.dataset == "mimic_iv")
-                meds_run, meds_datasets = build_meds(layout, build_dir, dbt_vars, logs, mimic_iv, created_at,
-                                                           parameters.seed)
+                ingested = {r.dataset: {"edition": r.edition, "version": r.version} for r in releases}
+                meds_run, meds_datasets = build_meds(layout, build_dir, dbt_vars, logs, ingested, created_at,
+                                                     parameters.seed)
                 done(meds_detail(meds_datasets))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),

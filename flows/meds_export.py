@@ -1,8 +1,9 @@
-"""[9/10] meds: the build's MIMIC-IV as MEDS datasets (docs/benchmarks.md#meds-export), for event-stream models and the
-terminal agents' workspace tasks.
+"""[9/10] meds: the build's MIMIC-IV and eICU as MEDS datasets (docs/benchmarks.md#meds-export), for event-stream
+models and the terminal agents' workspace tasks.
 
     dbt (models/meds/mimic_iv/: every row as MEDS events coded as the MEDS-for-MIMIC-IV ETL codes them; the raw
-      timeline, and the shifted one of the ehrsql2024 and renamed databases; codes with descriptions; seeded splits)
+      timeline, and the shifted one of the ehrsql2024 and renamed databases; codes with descriptions; seeded splits.
+      models/meds/eicu/: every eICU row as the eICU-MEDS ETL writes it, on its pseudo-timeline)
       → per timeline, data shards and metadata checked against the `meds` package's schemas (ehrbench.meds.export)
         and written to meds/<timeline>/
       → artifact `meds`: subjects, events, codes and splits per timeline.
@@ -34,7 +35,9 @@ from ehrbench.profiles import ProfileVars
 from ehrbench.transform import DbtRun, run_dbt
 from flows.prefect_api import log_dbt_run, table_artifact
 
-CONVENTION = "Medical-Event-Data-Standard/MIMIC_IV_MEDS event_configs.yaml"
+CONVENTION = ("Medical-Event-Data-Standard/MIMIC_IV_MEDS event_configs.yaml; eICU: "
+              "Medical-Event-Data-Standard/eICU_MEDS 0.1.0 configs/event_configs.yaml")
+SOURCES = {"raw": "mimic_iv", "shifted": "mimic_iv", "eicu": "eicu"}  # the release each MEDS dataset is made from
 CONVERSION_TASKS = 4  # MEDS conversion tasks of a build
 MODELLING_TASKS = 3  # event-modelling tasks of a build (fewer when fewer targets have enough positive patients)
 LICENSES = {"demo": "ODbL-1.0", "full": "PhysioNet Credentialed Health Data License 1.5.0"}
@@ -42,13 +45,15 @@ LICENSES = {"demo": "ODbL-1.0", "full": "PhysioNet Credentialed Health Data Lice
 
 @flow(name="meds")
 def build_meds(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, log_dir: Path,
-               mimic_iv: dict, created_at: datetime, seed: int, conversion_tasks: int = CONVERSION_TASKS,
+               releases: dict[str, dict], created_at: datetime, seed: int, conversion_tasks: int = CONVERSION_TASKS,
                modelling_tasks: int = MODELLING_TASKS) -> tuple[DbtRun, dict]:
-    """Returns the dbt run and the manifest's `meds` entry. `mimic_iv`: the ingested release (edition, version)."""
+    """Returns the dbt run and the manifest's `meds` entry. `releases`: the ingested releases (dataset → edition,
+    version)."""
     run = run_dbt(["build", "--select", "meds"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
                   vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)
-    datasets = [write_timeline(layout.warehouse, build_dir, timeline, mimic_iv, created_at) for timeline in TIMELINES]
+    datasets = [write_timeline(layout.warehouse, build_dir, timeline, releases[SOURCES[timeline]], created_at)
+                for timeline in TIMELINES]
     table_artifact(key="meds", table=[{"timeline": d.timeline, "subjects": d.subjects, "events": d.events,
                                        "codes": d.codes, "shards": d.shards, "first": d.first_time,
                                        "last": d.last_time, **d.splits} for d in datasets],
@@ -68,7 +73,7 @@ def build_meds(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, l
                  "conversion_tasks": tasks, "modelling_tasks": modelling}
 
 
-@task(name="write-event-modelling-tasks", cache_policy=NO_CACHE)
+@task(name="write-event-modelling-tasks", task_run_name="write-event-modelling-tasks", cache_policy=NO_CACHE)
 def write_event_modelling_tasks(build_dir: Path, seed: int, count: int) -> list[dict]:
     """The tasks (labels by ACES, the baseline trained and scored) from the build's raw-timeline MEDS data."""
     layout = BuildLayout(build_dir)
@@ -82,7 +87,7 @@ def write_event_modelling_tasks(build_dir: Path, seed: int, count: int) -> list[
              "test_positive": g["test"]["positive"], "baseline_auroc": g["baseline"]["auroc"]} for g in golds]
 
 
-@task(name="write-meds-conversion-tasks", cache_policy=NO_CACHE)
+@task(name="write-meds-conversion-tasks", task_run_name="write-meds-conversion-tasks", cache_policy=NO_CACHE)
 def write_conversion_tasks(warehouse: Path, build_dir: Path, seed: int, count: int) -> list[dict]:
     """The tasks (each with its gold) from the raw MIMIC-IV files the build ingested."""
     sources, subject_ids = ingested_mimic_iv(warehouse)
@@ -98,12 +103,14 @@ def write_conversion_tasks(warehouse: Path, build_dir: Path, seed: int, count: i
 
 
 @task(name="write-meds", task_run_name="write-meds/{timeline}", cache_policy=NO_CACHE)
-def write_timeline(warehouse: Path, build_dir: Path, timeline: str, mimic_iv: dict,
+def write_timeline(warehouse: Path, build_dir: Path, timeline: str, release: dict,
                    created_at: datetime) -> MedsDataset:
-    edition = mimic_iv.get("edition", "demo")
-    dataset = export_meds(warehouse, build_dir, timeline,
-                          dataset_name=f"MIMIC-IV{' demo' if edition == 'demo' else ''} ({timeline} timeline)",
-                          dataset_version=str(mimic_iv.get("version", "")),
+    edition = release.get("edition", "demo")
+    demo = " demo" if edition == "demo" else ""
+    name = (f"eICU-CRD{demo} (the eICU-MEDS pseudo-timeline)" if timeline == "eicu"
+            else f"MIMIC-IV{demo} ({timeline} timeline)")
+    dataset = export_meds(warehouse, build_dir, timeline, dataset_name=name,
+                          dataset_version=str(release.get("version", "")),
                           license=LICENSES.get(edition, edition), created_at=created_at)
     get_run_logger().info("meds/%s: %d subjects, %d events, %d codes in %d shard(s)", timeline, dataset.subjects,
                           dataset.events, dataset.codes, dataset.shards)

@@ -186,6 +186,7 @@ class MedsEntry(ManifestPart):
     meds_version: str | None = None
     convention: str | None = Field(None, description="Whose event configuration the codes follow.")
     timelines: dict[str, MedsTimelineEntry] = Field(default_factory=dict, description=(
-        "raw (MIMIC-IV's own times) and shifted (the ehrsql2024 and renamed databases' patients and times)."))
+        "raw (MIMIC-IV's own times), shifted (the ehrsql2024 and renamed databases' patients and times) and eicu "
+        "(eICU-CRD on the eICU-MEDS ETL's pseudo-timeline)."))
     conversion_tasks: list[ConversionTaskEntry] = Field(default_factory=list)
     modelling_tasks: list[ModellingTaskEntry] = Field(default_factory=list)

@@ -7,7 +7,8 @@ against the `meds` package's schemas before it is written.
     meds/<timeline>/metadata/subject_splits.parquet   the seeded train / tuning / held_out splits (SubjectSplitSchema)
     meds/<timeline>/metadata/dataset.json             name, versions, ETL, creation time (DatasetMetadataSchema)
 
-`raw` is MIMIC-IV's own timeline, `shifted` the build's (the ehrsql2024 and renamed databases' patients and times).
+`raw` is MIMIC-IV's own timeline, `shifted` the build's (the ehrsql2024 and renamed databases' patients and times);
+`eicu` is eICU-CRD on the eICU-MEDS ETL's pseudo-timeline (eICU has no dates).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from flexible_schema.exceptions import SchemaValidationError, TableValidationErr
 from ehrbench.errors import ValidationError
 from ehrbench.layout import BuildLayout, write_once
 
-SCHEMA = "meds__mimic_iv"  # dbt models/meds/mimic_iv/
-TIMELINES = {"raw": "raw_events", "shifted": "shifted_events"}
+# each dataset's dbt schema (models/meds/<source>/) and its events model; the codes and splits are the schema's
+TIMELINES = {"raw": ("meds__mimic_iv", "raw_events"), "shifted": ("meds__mimic_iv", "shifted_events"),
+             "eicu": ("meds__eicu", "events")}
 # A shard is read whole into memory to be checked (about 270 bytes an event: bench/meds.py); 5 million events keep
 # that near 1.4 GB. Subjects are never split, so a shard holds more only for one subject with more events.
 EVENTS_PER_SHARD = 5_000_000
@@ -56,16 +58,17 @@ class MedsDataset:
 
 def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name: str, dataset_version: str,
                 license: str, created_at: datetime) -> MedsDataset:
-    """Write `meds/<timeline>/` of the build from the warehouse's `meds__mimic_iv` models; raises ValidationError
+    """Write `meds/<timeline>/` of the build from the warehouse's models of its TIMELINES schema; raises ValidationError
     naming the file and the schema's complaint when a table does not conform."""
     root = BuildLayout(build_dir).meds(timeline)
-    events_table = f"{SCHEMA}.{TIMELINES[timeline]}"
+    schema, events = TIMELINES[timeline]
+    events_table = f"{schema}.{events}"
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         missing = con.execute(f"select count(distinct code) from {events_table} where code not in "
-                              f"(select code from {SCHEMA}.codes)").fetchone()[0]
+                              f"(select code from {schema}.codes)").fetchone()[0]
         if missing:  # before anything is written
-            raise ValidationError(f"{SCHEMA}.codes lacks {missing} code(s) of {events_table}; MEDS requires every "
+            raise ValidationError(f"{schema}.codes lacks {missing} code(s) of {events_table}; MEDS requires every "
                                   "code of the data in metadata/codes.parquet")
         counts = con.execute(f"select subject_id, count(*) from {events_table} group by 1 order by 1").fetchall()
         files = []
@@ -73,10 +76,10 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
             data = con.execute(f"select {', '.join(EVENT_COLUMNS)} from {events_table} where subject_id between ? "
                                f"and ? order by {EVENT_ORDER}", [first, last]).to_arrow_table()
             files.append(write_checked(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
-        codes = con.execute(f"select code, description, parent_codes from {SCHEMA}.codes where code in "
+        codes = con.execute(f"select code, description, parent_codes from {schema}.codes where code in "
                             f"(select distinct code from {events_table}) order by code").to_arrow_table()
         files.append(write_checked(root / meds.code_metadata_filepath, meds.CodeMetadataSchema, codes))
-        splits = con.execute(f"select subject_id, split from {SCHEMA}.subject_splits where subject_id in "
+        splits = con.execute(f"select subject_id, split from {schema}.subject_splits where subject_id in "
                              f"(select subject_id from {events_table}) order by subject_id").to_arrow_table()
         files.append(write_checked(root / meds.subject_splits_filepath, meds.SubjectSplitSchema, splits))
         static, first, last = con.execute(

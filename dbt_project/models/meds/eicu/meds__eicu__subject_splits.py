@@ -1,0 +1,19 @@
+"""metadata/subject_splits.parquet of the eICU export: every subject (health-system stay) in one of MEDS's splits,
+train (80 %), tuning (10 %) and held_out, by a permutation of the sorted subject ids drawn from
+keyed_rng(build seed, "meds-splits") (ehrbench.meds.splits), as the MIMIC-IV export's."""
+
+import json
+
+
+def model(dbt, session):
+    dbt.config(materialized="table", alias="subject_splits")
+    from ehrbench.meds.splits import assign_splits
+
+    params = json.loads(dbt.config.get("ehrsql2024_params"))
+    subjects = [row[0] for row in dbt.ref("int_meds__eicu__events").query(
+        "events", "select distinct subject_id from events order by subject_id").fetchall()]
+    import pandas as pd
+
+    splits = assign_splits(subjects, int(params["seed"]))
+    return pd.DataFrame({"subject_id": pd.Series(list(splits), dtype="int64"),
+                         "split": pd.Series(list(splits.values()), dtype="object")})
