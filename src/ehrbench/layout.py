@@ -47,8 +47,8 @@ MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
-class AuditTaskLayout:
-    """One data-quality audit task's folder, `dq/<task_id>/` of a build (also the `_clues` variant's)."""
+class TaskFolder:
+    """What every task folder of a build holds: the instruction the agent is given and its hidden gold."""
 
     root: Path
 
@@ -58,8 +58,23 @@ class AuditTaskLayout:
 
     @property
     def instruction(self) -> Path:
-        """`instruction.md`: what the agent is asked to audit (agent-facing)."""
+        """`instruction.md`: what the agent is asked to do (agent-facing)."""
         return self.root / "instruction.md"
+
+    @property
+    def gold(self) -> Path:
+        """`gold/`: the task's answer key (hidden)."""
+        return self.root / "gold"
+
+    @property
+    def task_json(self) -> Path:
+        """`gold/task.json`: the task's parameters, seed and expected figures (hidden)."""
+        return self.gold / "task.json"
+
+
+@dataclass(frozen=True)
+class AuditTaskLayout(TaskFolder):
+    """One data-quality audit task's folder, `dq/<task_id>/` of a build (also the `_clues` variant's)."""
 
     @property
     def data(self) -> Path:
@@ -71,49 +86,20 @@ class AuditTaskLayout:
         return self.data / f"{table}.csv.gz"
 
     @property
-    def gold(self) -> Path:
-        """`gold/`: the task's answer key (hidden)."""
-        return self.root / "gold"
-
-    @property
     def labels(self) -> Path:
         """`gold/labels.parquet`: every injected error's rows and values, by cluster (hidden)."""
         return self.gold / "labels.parquet"
 
-    @property
-    def task_json(self) -> Path:
-        """`gold/task.json`: the task's recipe, seed, families and counts (hidden)."""
-        return self.gold / "task.json"
-
 
 @dataclass(frozen=True)
-class WorkspaceTaskLayout:
-    """A workspace task (docs/benchmarks.md#workspace-tasks): what the agent is told, the folder it starts from
+class WorkspaceTaskLayout(TaskFolder):
+    """A workspace task (docs/benchmarks.md#workspace-tasks): its instruction, the folder the agent starts from
     (copied fresh for every trial) and the hidden gold its verifier reads."""
-
-    root: Path
-
-    @property
-    def task_id(self) -> str:
-        return self.root.name
-
-    @property
-    def instruction(self) -> Path:
-        return self.root / "instruction.md"
 
     @property
     def workspace(self) -> Path:
         """The workspace's starting content (the instruction is copied in beside it)."""
         return self.root / "workspace"
-
-    @property
-    def gold(self) -> Path:
-        return self.root / "gold"
-
-    @property
-    def task_json(self) -> Path:
-        """The task's parameters and expected figures."""
-        return self.gold / "task.json"
 
 
 @dataclass(frozen=True)

@@ -23,3 +23,12 @@ def assign_splits(subjects: Sequence[int], seed: int) -> dict[int, str]:
         start = end
     split_of.update((subject, HELD_OUT) for subject in shuffled[start:])
     return {subject: split_of[subject] for subject in ordered}
+
+
+def splits_frame(subjects: Sequence[int], seed: int):
+    """`assign_splits` as the subject_splits dbt models return it: a pandas frame of subject_id and split."""
+    import pandas as pd
+
+    splits = assign_splits(subjects, seed)
+    return pd.DataFrame({"subject_id": pd.Series(list(splits), dtype="int64"),
+                         "split": pd.Series(list(splits.values()), dtype="object")})

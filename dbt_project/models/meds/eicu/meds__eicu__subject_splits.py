@@ -7,13 +7,9 @@ import json
 
 def model(dbt, session):
     dbt.config(materialized="table", alias="subject_splits")
-    from ehrbench.meds.splits import assign_splits
+    from ehrbench.meds.splits import splits_frame
 
     params = json.loads(dbt.config.get("ehrsql2024_params"))
     subjects = [row[0] for row in dbt.ref("int_meds__eicu__events").query(
         "events", "select distinct subject_id from events order by subject_id").fetchall()]
-    import pandas as pd
-
-    splits = assign_splits(subjects, int(params["seed"]))
-    return pd.DataFrame({"subject_id": pd.Series(list(splits), dtype="int64"),
-                         "split": pd.Series(list(splits.values()), dtype="object")})
+    return splits_frame(subjects, int(params["seed"]))

@@ -183,37 +183,32 @@ events as (
     union all
     {{ meds_eicu_event('treatment/treatment', 'treatment', 'unitadmittimestamp + to_minutes(cast(treatmentoffset as bigint))',
              "'TREATMENT//ENTERED//' || coalesce(treatmentstring, 'UNK')", text='treatmentstring') }}
-    {%- set aperiodic = [('non_invasive_systolic', 'noninvasivesystolic', 'BP//NONINVASIVE_SYSTOLIC'),
-                         ('non_invasive_diastolic', 'noninvasivediastolic', 'BP//NONINVASIVE_DIASTOLIC'),
-                         ('non_invasive_mean', 'noninvasivemean', 'BP//NONINVASIVE_MEAN'),
-                         ('paop', 'paop', 'PAOP'), ('cardiac_output', 'cardiacoutput', 'CARDIAC_OUTPUT'),
-                         ('cardiac_input', 'cardiacinput', 'CARDIAC_INPUT'), ('svr', 'svr', 'SVR'),
-                         ('svri', 'svri', 'SVRI'), ('pvr', 'pvr', 'PVR'), ('pvri', 'pvri', 'PVRI')] %}
-    {%- for name, column, code in aperiodic %}
+    {#- vitalAperiodic and vitalPeriodic: an event per value present, coded VITALS//<kind>//<name> -#}
+    {%- set vitals = [
+        ('vitalAperiodic', 'vitalaperiodic', 'APERIODIC', [
+            ('non_invasive_systolic', 'noninvasivesystolic', 'BP//NONINVASIVE_SYSTOLIC'),
+            ('non_invasive_diastolic', 'noninvasivediastolic', 'BP//NONINVASIVE_DIASTOLIC'),
+            ('non_invasive_mean', 'noninvasivemean', 'BP//NONINVASIVE_MEAN'), ('paop', 'paop', 'PAOP'),
+            ('cardiac_output', 'cardiacoutput', 'CARDIAC_OUTPUT'), ('cardiac_input', 'cardiacinput', 'CARDIAC_INPUT'),
+            ('svr', 'svr', 'SVR'), ('svri', 'svri', 'SVRI'), ('pvr', 'pvr', 'PVR'), ('pvri', 'pvri', 'PVRI')]),
+        ('vitalPeriodic', 'vitalperiodic', 'PERIODIC', [
+            ('temperature', 'temperature', 'TEMPERATURE'), ('saO2', 'sao2', 'SAO2'),
+            ('heartRate', 'heartrate', 'HEARTRATE'), ('respiration', 'respiration', 'RESPIRATION'),
+            ('cvp', 'cvp', 'CVP'), ('etCo2', 'etco2', 'ETCO2'),
+            ('systemic_systolic', 'systemicsystolic', 'BP//SYSTEMIC_SYSTOLIC'),
+            ('systemic_diastolic', 'systemicdiastolic', 'BP//SYSTEMIC_DIASTOLIC'),
+            ('systemic_mean', 'systemicmean', 'BP//SYSTEMIC_MEAN'),
+            ('pa_systolic', 'pasystolic', 'BP//PULM_ART_SYSTOLIC'),
+            ('pa_diastolic', 'padiastolic', 'BP//PULM_ART_DIASTOLIC'), ('pa_mean', 'pamean', 'BP//PULM_ART_MEAN'),
+            ('st1', 'st1', 'ST1'), ('st2', 'st2', 'ST2'), ('st3', 'st3', 'ST3'), ('ICP', 'icp', 'ICP')])] %}
+    {%- for block, rows, kind, columns in vitals %}
+    {%- for name, column, code in columns %}
     union all
-    {{ meds_eicu_event('vitalAperiodic/' ~ name, 'vitalaperiodic',
-             'unitadmittimestamp + to_minutes(cast(observationoffset as bigint))',
-             "case when " ~ column ~ " is not null then 'VITALS//APERIODIC//" ~ code ~ "' end",
-             numeric=column, vital_id='vitalaperiodicid') }}
+    {{ meds_eicu_event(block ~ '/' ~ name, rows, 'unitadmittimestamp + to_minutes(cast(observationoffset as bigint))',
+                       "case when " ~ column ~ " is not null then 'VITALS//" ~ kind ~ "//" ~ code ~ "' end",
+                       numeric=column, vital_id=rows ~ 'id') }}
     {%- endfor %}
-    {%- set periodic = [('temperature', 'temperature', 'TEMPERATURE'), ('saO2', 'sao2', 'SAO2'),
-                        ('heartRate', 'heartrate', 'HEARTRATE'), ('respiration', 'respiration', 'RESPIRATION'),
-                        ('cvp', 'cvp', 'CVP'), ('etCo2', 'etco2', 'ETCO2'),
-                        ('systemic_systolic', 'systemicsystolic', 'BP//SYSTEMIC_SYSTOLIC'),
-                        ('systemic_diastolic', 'systemicdiastolic', 'BP//SYSTEMIC_DIASTOLIC'),
-                        ('systemic_mean', 'systemicmean', 'BP//SYSTEMIC_MEAN'),
-                        ('pa_systolic', 'pasystolic', 'BP//PULM_ART_SYSTOLIC'),
-                        ('pa_diastolic', 'padiastolic', 'BP//PULM_ART_DIASTOLIC'),
-                        ('pa_mean', 'pamean', 'BP//PULM_ART_MEAN'), ('st1', 'st1', 'ST1'), ('st2', 'st2', 'ST2'),
-                        ('st3', 'st3', 'ST3'), ('ICP', 'icp', 'ICP')] %}
-    {%- for name, column, code in periodic %}
-    union all
-    {{ meds_eicu_event('vitalPeriodic/' ~ name, 'vitalperiodic',
-             'unitadmittimestamp + to_minutes(cast(observationoffset as bigint))',
-             "case when " ~ column ~ " is not null then 'VITALS//PERIODIC//" ~ code ~ "' end",
-             numeric=column, vital_id='vitalperiodicid') }}
     {%- endfor %}
-
 ),
 
 -- MEDS-Extract's dedup_text_and_numeric: a text that parses (polars' strict grammar: '110  ' does not) as the
