@@ -69,7 +69,8 @@ SUITE_METRICS: dict[str, list[Metric]] = {
                         Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
                         COST, LATENCY],
     "event_modelling": [Metric("success_rate", "Pass", _SHARE, True, "predictions whose test AUROC reaches the "
-                               "count-features gradient-boosting baseline's"), *_PASS,
+                               "count-features gradient-boosting baseline's; on the demo a task has 15-35 test "
+                               "patients with 2-3 positives, so one pass is noisy"), *_PASS,
                         Metric("tokens_per_trial", "Tokens / trial", "count", False, "agent input + output tokens"),
                         COST, LATENCY],
 }
