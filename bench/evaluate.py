@@ -64,7 +64,7 @@ def main() -> None:
         for agent in options.agents.split(","):
             spec = "oracle" if agent == "oracle" else f"llm:scripted@{server.base_url}"
             requests_before = len(server.requests)
-            clock = time.perf_counter()
+            clock, started = time.perf_counter(), time.time()
             folder = evaluate_agents(build=build_dir.name, suites=suites, agents=[spec], trials=trials_per_task,
                                      limit=per_suite, run_id=f"bench-{agent}", data_dir=str(data),
                                      agent_options={"max_retries": 0} if agent != "oracle" else None,
@@ -73,16 +73,22 @@ def main() -> None:
             wall = time.perf_counter() - clock
             done, agent_s, success = duckdb.sql(f"select count(*), sum(latency_s), avg(reward) "
                                                 f"from '{folder}/part-*.parquet'").fetchone()
-            busy = busy_seconds(duckdb.sql(f"select epoch(started_at), epoch(ended_at) "
-                                           f"from '{folder}/part-*.parquet'").fetchall())
+            intervals = duckdb.sql(f"select epoch(started_at), epoch(ended_at) "
+                                   f"from '{folder}/part-*.parquet'").fetchall()
+            busy = busy_seconds(intervals)
+            first, last = min(s for s, _ in intervals) - started, started + wall - max(e for _, e in intervals)
             r = results[agent] = {
                 "trials": done, "wall_s": round(wall, 2), "trials_per_s": round(done / wall, 1),
                 "overhead_ms_per_trial": round(1000 * max(wall - busy, 0.0) / done, 2),
                 "trials_in_flight": round(agent_s / busy, 2) if busy else None, "success_rate": round(success, 4),
+                "idle_before_s": round(first, 2), "idle_between_s": round(max(wall - busy - first - last, 0.0), 2),
+                "idle_after_s": round(last, 2),
                 "model_requests": len(server.requests) - requests_before}
             print(f"{agent}: {done} trials in {r['wall_s']} s ({r['trials_per_s']}/s; "
                   f"goal 1,000 in <= {GOAL_S:.0f} s); harness overhead {r['overhead_ms_per_trial']} ms/trial "
-                  f"(no trial running); {r['trials_in_flight']} trials in flight on average; "
+                  f"(no trial running: {r['idle_before_s']} s before the first, {r['idle_between_s']} s between "
+                  f"trials, {r['idle_after_s']} s after the last); {r['trials_in_flight']} trials in flight on "
+                  f"average; "
                   f"success {r['success_rate']:.2%}; {r['model_requests']} model requests")
     results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(f"peak RSS {results['peak_rss_mib']} MiB")

@@ -6,7 +6,8 @@
       → plan the run (ehrbench.evaluation.plan): the agents, with API keys kept in Prefect Secret blocks and their
         code's sandbox; the trials to run, in batches of one agent; one global concurrency limit per model endpoint
         (trials in flight against it: flows/endpoint_slots.py)
-      → per batch: map run-trial over (agent, task, trial) — on local threads, or on a Dask cluster (`dask_address`);
+      → per agent, its endpoint's slots held once (flows/trial_batches.py); per batch: map run-trial over (agent,
+        task, trial) — on local threads, or on a Dask cluster (`dask_address`);
         a trial stopped by a transient endpoint failure is retried, one that still fails is recorded as an error
         (flows/trial_batches.py) → write the batch as one parquet part
       → metric table (ehrbench.evaluation.report; per task set apart from the generated suites) as a Prefect artifact
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from itertools import groupby
+from operator import attrgetter
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -58,7 +61,7 @@ from flows.prefect_api import (
     with_api_retries,
 )
 from flows.report import render_report
-from flows.trial_batches import run_batch, trial_task
+from flows.trial_batches import held_for_batches, run_batch, trial_task
 
 ANNOUNCE_S = 30.0  # how often the run's logs say how far the trials are
 
@@ -121,9 +124,11 @@ def evaluate_agents(
     announce(f"run {store.run_id} on build {build_id}: {plan.describe()}")
     run_one = trial_task.with_options(retries=transient_retries, retry_delay_seconds=retry_delay_s)
     tally = TrialTally(len(plan.pending), log=lambda count: logger.info(count.describe()), log_every_s=ANNOUNCE_S)
-    for batch in plan.batches(batch_size):  # one agent per batch: one endpoint, one limit
-        store.write(run_batch(run_one, batch, build_id, store, (judge_model, judge_votes), concurrency_per_endpoint,
-                              dask_address, tally))
+    for limit, batches in groupby(plan.batches(batch_size), key=attrgetter("limit")):  # an agent's endpoint
+        with held_for_batches(limit, concurrency_per_endpoint, store, dask_address) as threads:
+            for batch in batches:
+                store.write(run_batch(run_one, batch, build_id, store, (judge_model, judge_votes), threads,
+                                      dask_address, tally))
     announce(f"trials done: {tally.describe()}; results in {store.folder}")
     table_artifact(key=METRICS_ARTIFACT, table=[rounded(row) for row in metric_table_by_taskset(store.folder)],
                    description=f"Metrics of run {store.run_id} on build {build_id}")

@@ -1,14 +1,17 @@
 """run-trial, the task of evaluate-agents (flows/evaluate.py), and a batch of one agent's trials mapped over it: on
 local threads, or on a Dask cluster. A trial whose retries ran out becomes an error row (re-run on resume).
 
-How the endpoint's global concurrency limit is held: on local threads the batch takes `slots` slots at once and runs
-on that many threads — one acquisition per batch, because each acquisition costs seconds on a SQLite-backed Prefect
-server (its writes collide with the run's own: "database is locked", retried by the client); on Dask, where the
-workers decide what runs when, every trial takes its own slot."""
+How the endpoint's global concurrency limit is held: on local threads an agent's consecutive batches take `slots`
+slots at once and run on that many threads — one acquisition per agent, not per trial or per batch, because an
+acquisition costs seconds on a SQLite-backed Prefect server (its writes collide with the run's own: "database is
+locked", retried by the client with backoff), and taking back slots just released cost 2-7 s per batch boundary,
+a quarter of a 1,000-trial run (bench/evaluate.py); on Dask, where the workers decide what runs when, every trial
+takes its own slot."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from functools import cache
 
 from prefect import task, unmapped
@@ -47,10 +50,23 @@ def trial_task(agent: Agent, task: EvalTask, trial: int, build_id: str, store: R
     return row
 
 
-def run_batch(run_one, batch: Batch, build_id: str, store: ResultStore, judge: tuple[str | None, int], slots: int,
+@contextmanager
+def held_for_batches(limit_name: str | None, slots: int, store: ResultStore,
+                     dask_address: str | None) -> Iterator[int]:
+    """Hold up to `slots` of an endpoint's limit (on local threads) while the batches of one agent run; yields the
+    threads to run them on. Without a limit (oracle, abstain) or on Dask nothing is held here."""
+    if limit_name is None or dask_address:
+        yield slots if limit_name else DEFAULT_THREADS
+        return
+    slots = min(slots, limit_of(limit_name))  # another run may have lowered the limit since
+    with endpoint_slots(limit_name, slots, RunLeases(store.folder)):
+        yield slots
+
+
+def run_batch(run_one, batch: Batch, build_id: str, store: ResultStore, judge: tuple[str | None, int], threads: int,
               dask_address: str | None, tally: TrialTally) -> list[dict]:
-    """The rows of `batch`, its trials mapped over `run_one` (trial_task with the run's retries), with up to `slots`
-    of them holding the batch's endpoint limit at a time."""
+    """The rows of `batch`, its trials mapped over `run_one` (trial_task with the run's retries): on `threads` local
+    threads, within the slots `held_for_batches` holds; on Dask each trial holding its own slot."""
     trials, limit_name = batch.trials, batch.limit
     parameters = {"agent": [a for a, _, _ in trials], "task": [t for _, t, _ in trials],
                   "trial": [k for _, _, k in trials], "build_id": unmapped(build_id), "store": unmapped(store),
@@ -60,12 +76,8 @@ def run_batch(run_one, batch: Batch, build_id: str, store: ResultStore, judge: t
 
         with DaskTaskRunner(address=dask_address) as runner:  # the cluster outlives the run; only the client closes
             return _collect(runner.map(run_one, parameters), trials, build_id, tally)
-    with ExitStack() as held:
-        if limit_name:
-            slots = min(slots, limit_of(limit_name))  # another run may have lowered the limit since
-            held.enter_context(endpoint_slots(limit_name, slots, RunLeases(store.folder)))
-        with ThreadPoolTaskRunner(max_workers=slots if limit_name else DEFAULT_THREADS) as runner:
-            return _collect(runner.map(run_one, parameters), trials, build_id, tally)
+    with ThreadPoolTaskRunner(max_workers=threads) as runner:
+        return _collect(runner.map(run_one, parameters), trials, build_id, tally)
 
 
 def _collect(futures, trials: list[Trial], build_id: str, tally: TrialTally) -> list[dict]:
