@@ -21,13 +21,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
+import meds
 import yaml
 
 from ehrbench.errors import MissingInputError
 from ehrbench.layout import WorkspaceTaskLayout
 from ehrbench.meds.conversion_verify import gold_events_path, summarise_events
-from ehrbench.meds.convert import convert, csv_relation, table_file, write_meds_data
+from ehrbench.meds.convert import convert, csv_relation, table_file
 from ehrbench.meds.event_config import parse_event_config
+from ehrbench.meds.export import write_checked
 from ehrbench.seeding import keyed_rng
 from ehrbench.sources.ingest import META_SCHEMA
 from ehrbench.sources.releases import raw_schema
@@ -193,10 +195,7 @@ def write_conversion_task(plan: ConversionTaskPlan, sources: Mapping[str, Path],
                         "subject_id in (select subject_id from task_subjects)) to "
                         f"'{str(target).replace(chr(39), chr(39) * 2)}' (header, compression gzip)")
         events = convert(parse_event_config(config), csv_relation(data), con)
-    task.gold.mkdir(parents=True)
-    write_meds_data(events, task.gold)  # gold/data/0.parquet, checked
-    (task.gold / "data" / "0.parquet").rename(gold_events_path(task))
-    (task.gold / "data").rmdir()
+    write_checked(gold_events_path(task), meds.DataSchema, events)
     summary = summarise_events(gold_events_path(task))
     customisations = [{"name": n, "description": CUSTOMISATIONS[n].description,
                        "prefixes": list(CUSTOMISATIONS[n].prefixes)} for n in plan.customisations]
