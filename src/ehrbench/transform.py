@@ -128,7 +128,7 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
     if result is not None and hasattr(result, "results"):
         nodes = tuple(
             NodeResult(r.node.unique_id, r.node.resource_type, str(r.status), float(r.execution_time or 0),
-                       r.message)
+                       _failing_column_checks(warehouse, r) or r.message)
             for r in result.results)
     run = DbtRun(tuple(command), nodes)
     if outcome.exception is not None:
@@ -138,3 +138,17 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
         detail = "; ".join(f"{n.unique_id}: {n.message}" for n in failed[:5]) or "see dbt log"
         raise TransformError(f"dbt {' '.join(command)} failed ({len(failed)} node(s)): {detail}")
     return run
+
+
+def _failing_column_checks(warehouse: Path, result) -> str | None:
+    """What a failed or warned `column_checks` test found, e.g. "unique on subject_id: 1, not_null on dod: 3" (its
+    rows name the failing column tests; dbt's own message only counts them)."""
+    node = result.node
+    if str(result.status) not in ("fail", "warn") or not getattr(node, "test_metadata", None) \
+            or node.test_metadata.name != "column_checks" or not node.compiled_code:
+        return None
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.execute(node.compiled_code).fetchall()
+    return ", ".join(f"{test} on {column}: {failing}" for test, column, failing in rows)

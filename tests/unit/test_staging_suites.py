@@ -41,7 +41,12 @@ def dbt_tests(paths=STAGING_YAML) -> set[tuple]:
     for path in paths:
         for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
             for test in model.get("data_tests") or model.get("tests") or []:
-                add(model["name"], None, test)
+                if isinstance(test, dict) and "column_checks" in test:  # a model's column tests, folded in one node
+                    for column, column_tests in test["column_checks"]["arguments"]["columns"].items():
+                        for column_test in column_tests:
+                            add(model["name"], column, column_test)
+                else:
+                    add(model["name"], None, test)
             for column in model.get("columns") or []:
                 for test in column.get("data_tests") or column.get("tests") or []:
                     add(model["name"], column["name"], test)
