@@ -19,6 +19,8 @@ from datetime import datetime
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NONE
+from prefect.utilities.annotations import quote
 
 from ehrbench.fhir.build_grounding import ground_on_build
 from ehrbench.fhir.ground_truth import Question
@@ -41,14 +43,15 @@ def build_questions(build_dir: Path, profile_vars: ProfileVars, seed: int, setti
     logger = get_run_logger()
     templates = load_templates()
     questions: list[GeneratedQuestion] = []
+    # quote(): thousands of questions, which Prefect would otherwise walk looking for futures (3 s of a demo build)
     for database in DATABASES:
-        questions += generate(build_dir, database, profile_vars, seed, settings, templates)
-    paraphrasing = paraphrase(questions, {t.id: t for t in templates}, seed, settings, data_dir)
-    chatqa = chatqa_tasks(build_dir, questions, templates, seed, profile_vars)
-    grounding = ground_in_fhir(build_dir, questions, profile_vars, seed)
+        questions += generate(build_dir, database, profile_vars, seed, settings, quote(templates))
+    paraphrasing = paraphrase(quote(questions), quote({t.id: t for t in templates}), seed, settings, data_dir)
+    chatqa = chatqa_tasks(build_dir, quote(questions), quote(templates), seed, profile_vars)
+    grounding = ground_in_fhir(build_dir, quote(questions), profile_vars, seed)
     questions += fhir_questions(questions, grounding.pop("groundings")) + chatqa.pop("tasks")
 
-    validation = validate_question_set([q.to_dict() for q in questions], list(DATABASES), build_dir,
+    validation = validate_question_set(quote([q.to_dict() for q in questions]), list(DATABASES), build_dir,
                                        settings.max_quarantine_share)
 
     kept, build = [q for q in questions if q.question_id not in validation.quarantined], BuildLayout(build_dir)
@@ -66,7 +69,7 @@ def build_questions(build_dir: Path, profile_vars: ProfileVars, seed: int, setti
             "chatqa": chatqa, "fhir_grounding": grounding, "validation": validation.summary()}
 
 
-@task(name="generate-questions", task_run_name="generate-questions/{database}")
+@task(name="generate-questions", task_run_name="generate-questions/{database}", cache_policy=NONE)
 def generate(build_dir: Path, database: str, profile_vars: ProfileVars, seed: int, settings: QuestionSettings,
              templates: list) -> list[GeneratedQuestion]:
     target = PROFILE_OF[database]
@@ -77,7 +80,7 @@ def generate(build_dir: Path, database: str, profile_vars: ProfileVars, seed: in
         unanswerable_share=settings.unanswerable_share, seed=seed))
 
 
-@task(name="paraphrase-questions", task_run_name="paraphrase-questions")
+@task(name="paraphrase-questions", task_run_name="paraphrase-questions", cache_policy=NONE)
 def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, settings: QuestionSettings,
                data_dir: Path) -> dict:
     paraphrasing = ParaphraseSettings.from_environment(data_dir, model=settings.paraphrase_model, seed=seed)
@@ -85,7 +88,7 @@ def paraphrase(questions: list[GeneratedQuestion], templates: dict, seed: int, s
     return {"model": paraphrasing.model, "embedding_model": paraphrasing.embedding_model, **report.to_dict()}
 
 
-@task(name="chatqa-tasks", task_run_name="chatqa-tasks")
+@task(name="chatqa-tasks", task_run_name="chatqa-tasks", cache_policy=NONE)
 def chatqa_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates: list, seed: int,
                       profile_vars: ProfileVars) -> dict:
     """EHR-ChatQA-style tasks on the renamed databases: IncreQA from the answerable questions whose items have lay
@@ -99,7 +102,7 @@ def chatqa_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates:
     return {"tasks": incre + adapt, "incre": len(incre), "adapt": len(adapt), "dropped": dict(dropped)}
 
 
-@task(name="ground-questions-in-fhir", task_run_name="ground-questions-in-fhir/mimic_iv")
+@task(name="ground-questions-in-fhir", task_run_name="ground-questions-in-fhir/mimic_iv", cache_policy=NONE)
 def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: ProfileVars,
                    seed: int) -> dict:
     """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.build_grounding), and the dual check of a

@@ -14,7 +14,17 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ehrbench.dq.extract import CODE_COLUMN, DATE_FORMAT, ROW_ID, TIME_FORMAT, Tables, sort_rows, with_row_ids
+from ehrbench.dq.extract import (
+    CODE_COLUMN,
+    DATE_FORMAT,
+    PRECISION,
+    ROW_ID,
+    TIME_FORMAT,
+    Tables,
+    sort_rows,
+    value_precision,
+    with_row_ids,
+)
 
 Role = Literal["corrupted", "inserted", "evidence"]
 
@@ -53,24 +63,29 @@ class Corruption:
         self.labels: list[Label] = []
         self.clusters = 0
         self._claimed: dict[str, set[str]] = {name: set() for name in tables}
+        # the same, by position in the table (a numpy mask filters the table without hashing its row ids)
+        self._unclaimed = {name: np.ones(len(frame), dtype=bool) for name, frame in tables.items()}
+        self._in_scope: dict[tuple[str, frozenset], np.ndarray] = {}  # (table, patients) -> their rows
         self._inserted: dict[str, list[dict]] = {name: [] for name in tables}
         self._precision: dict[str, dict[str, int]] = {}  # table -> code -> decimals
 
     def available(self, table: str, patients: set[str] | None = None) -> pd.DataFrame:
         """The table's pristine rows not yet part of an error (of the patients in scope, when given)."""
         frame = self.tables[table]
-        keep = ~frame.index.isin(self._claimed[table])
+        keep = self._unclaimed[table]
         if patients is not None and "patient_id" in frame.columns:
-            keep &= frame["patient_id"].isin(patients)
+            key = (table, frozenset(patients))
+            if key not in self._in_scope:
+                self._in_scope[key] = frame["patient_id"].isin(patients).to_numpy()
+            keep = keep & self._in_scope[key]
         return frame[keep]
 
     def precision(self, table: str, code: str) -> int:
-        """Decimals of a code's values in the source (a heart rate is whole, a creatinine has one decimal; at most
-        3), so that a changed value is written as a real one would be."""
+        """Decimals of a code's values in the source (`extract.value_precision`: read with the extract, else worked
+        out here before any value of the table is changed)."""
         if table not in self._precision:
             frame = self.tables[table]
-            fraction = frame["value"].dropna().str.partition(".")[2].str.rstrip("0").str.len()
-            self._precision[table] = fraction.groupby(frame[CODE_COLUMN[table]]).max().clip(upper=3).to_dict()
+            self._precision[table] = frame.attrs.get(PRECISION) or value_precision(frame, CODE_COLUMN[table])
         return int(self._precision[table].get(code, 1))
 
     def has_row(self, table: str, row_id: str) -> bool:
@@ -97,8 +112,12 @@ class Corruption:
         for change in changes:
             if change.role == "corrupted":
                 self.tables[change.table].at[change.row_id, change.field] = change.corrupted_value
-            elif change.role == "inserted":
+                if change.field == "patient_id":
+                    self._in_scope = {key: rows for key, rows in self._in_scope.items() if key[0] != change.table}
+            if change.role == "inserted":
                 self._inserted[change.table].append({ROW_ID: change.row_id, **change.row})
+            else:
+                self._unclaimed[change.table][self.tables[change.table].index.get_loc(change.row_id)] = False
             self._claimed[change.table].add(change.row_id)
             self.labels.append(Label(change.table, change.row_id, cluster_id, family, subtype, change.role,
                                      change.field, change.original_value, change.corrupted_value))

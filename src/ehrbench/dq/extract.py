@@ -34,6 +34,7 @@ TABLE_ORDER: dict[str, tuple[str, ...]] = {
 
 # The measurement tables and the column naming what was measured.
 CODE_COLUMN = {"lab_results": "test_code", "chart_observations": "item_code"}
+PRECISION = "value_precision"  # a measurement table's attrs key: code -> decimals of its values in the source
 
 Tables = dict[str, pd.DataFrame]
 
@@ -54,7 +55,16 @@ def read_extract(warehouse: Path) -> Tables:
             rows = con.execute(f'select {cells} from {EXTRACT_SCHEMA}."{table}" order by all').fetchall()
             frame = pd.DataFrame(rows, columns=[name for name, _ in columns], dtype=object)
             tables[table] = sort_rows(table, with_row_ids(table, frame))
+            if table in CODE_COLUMN:  # a fact of the source, shared by every task's copy (attrs travel with it)
+                tables[table].attrs[PRECISION] = value_precision(tables[table], CODE_COLUMN[table])
     return tables
+
+
+def value_precision(frame: pd.DataFrame, code_column: str) -> dict[str, int]:
+    """Decimals of each code's values (a heart rate is whole, a creatinine has one decimal; at most 3), so that a
+    changed value is written as a real one of its code would be."""
+    fraction = frame["value"].dropna().str.partition(".")[2].str.rstrip("0").str.len()
+    return fraction.groupby(frame[code_column]).max().clip(upper=3).to_dict()
 
 
 def _as_text(column: str, kind: str) -> str:
@@ -74,8 +84,10 @@ def with_row_ids(table: str, frame: pd.DataFrame) -> pd.DataFrame:
         seen[values] += 1
         ids.append(row_id(table, values if seen[values] == 1 else (*values, seen[values])))
     frame = frame.copy()
-    frame.insert(0, ROW_ID, ids)
-    frame.index = pd.Index(ids, name=None)
+    # object dtype, like the cells: an Arrow-backed string index (pandas' default) is converted to Python strings
+    # again each time pandas hashes it, which every boolean mask over the table makes it do
+    frame.insert(0, ROW_ID, pd.Series(ids, index=frame.index, dtype=object))
+    frame.index = pd.Index(ids, name=None, dtype=object)
     return frame
 
 

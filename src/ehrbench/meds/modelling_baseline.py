@@ -9,8 +9,6 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pyarrow as pa
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.metrics import roc_auc_score
 
 MAX_CODES = 2_000
 PARAMETERS = {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15, "min_samples_leaf": 2,
@@ -57,6 +55,10 @@ def train_and_score(train_events: pa.Table, train_rows: pa.Table, test_events: p
     y_test = np.asarray(test_rows.column("boolean_value").to_pylist(), dtype=bool)
     if len(set(y_train)) < 2 or len(set(y_test)) < 2:
         raise ValueError("the baseline needs positive and negative rows in train and in test")
+    # scikit-learn (and scipy) load here, not with the module: 1.5-2.5 s of every CLI start and flow import
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+
     model = HistGradientBoostingClassifier(**PARAMETERS, random_state=seed % 2**32).fit(x_train, y_train)
     auroc = float(roc_auc_score(y_test, model.predict_proba(x_test)[:, 1]))
     return {**{k: v for k, v in BASELINE.items() if k != "description"}, "codes": len(codes), "auroc": auroc}
