@@ -215,8 +215,8 @@ stop: ## stop the worker, then the server (by PID), then PostgreSQL, and point t
 	@[ ! -d $(PG_DIR) ] || $(PG) stop $(PG_DIR)
 	@$(UV) run prefect config unset PREFECT_API_URL -y >/dev/null 2>&1 || true
 
-bench: install ## time and measure a cold demo build per stage
-	$(UV) run python bench/build_demo.py
+bench: install ## time and measure a cold demo build per stage (median and range of RUNS=3 builds)
+	$(UV) run python bench/build_demo.py $(if $(RUNS),--runs $(RUNS))
 
 bench-profiles: install ## time the dbt profiles and export on the demo against the EHRSQL-2024 reference
 	$(UV) run python bench/profiles.py

@@ -1,10 +1,11 @@
 """Cold demo build: wall time and peak RSS per stage, and for the whole CLI build.
 
-    uv run python bench/build_demo.py [--mimic-iv-dir DIR] [--eicu-dir DIR]
+    uv run python bench/build_demo.py [--runs 3] [--mimic-iv-dir DIR] [--eicu-dir DIR]
 
 Each stage runs in its own fresh Python process through the library (no Prefect), in order, on a
 new data directory, so its time includes its imports and its peak RSS is its own. Then the whole
-pipeline runs once through `ehrbench build` (Prefect ephemeral server included).
+pipeline runs --runs times (default 3) through `ehrbench build`, each in a new data directory with its own
+temporary Prefect server on a new database; per stage the median and range of the runs.
 Goal as the pipeline grows: <= 60 s and <= 2 GiB on 2 cores for both demos.
 """
 
@@ -14,6 +15,8 @@ import argparse
 import json
 import os
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,11 +75,38 @@ def run_stage(name: str, args: dict) -> dict:
     return {"stage": name, "seconds": round(figures.pop("wall_s"), 1), **figures}
 
 
+def cli_build(tmp: Path, run: int, args: dict) -> dict:
+    """One `ehrbench build` in a new data directory with a new PREFECT_HOME (so its temporary Prefect server starts
+    on a new database, as a first build does): wall time, the manifest's stage times, peak RSS of its processes."""
+    env = {**os.environ, "PREFECT_HOME": str(tmp / f"prefect-{run}"), "DO_NOT_TRACK": "1",
+           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
+    env.pop("PREFECT_API_URL", None)
+    started = time.perf_counter()
+    out = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "build", "--data-dir",
+                          str(tmp / f"cli-{run}"), "--mimic-iv-dir", args["mimic_iv_dir"],
+                          "--eicu-dir", args["eicu_dir"]], capture_output=True, text=True, env=env, cwd=REPO)
+    wall = time.perf_counter() - started
+    if out.returncode:
+        sys.exit(f"ehrbench build failed:\n{out.stderr[-3000:]}")
+    manifest = json.loads((Path(out.stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
+    stages = {name: timing["seconds"] for name, timing in manifest["stages"].items()}
+    shutil.rmtree(tmp / f"cli-{run}", ignore_errors=True)
+    return {"wall": wall, "stages": stages, "outside_stages": wall - sum(stages.values()),
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
+def spread(values: list[float]) -> str:
+    """Median and range, e.g. "28.4 (26.1-30.2)"."""
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})" if len(values) > 1 else \
+        f"{values[0]:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR",
                                                                   SHARED / "mimic-iv-demo-2.2"))
     parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR", SHARED / "eicu-demo-2.0.1"))
+    parser.add_argument("--runs", type=int, default=3, help="whole builds through the CLI (median and range)")
     options = parser.parse_args()
     env_note = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
 
@@ -84,30 +114,23 @@ def main() -> None:
         args = {"data_dir": str(Path(tmp) / "stages"), "repo": str(REPO),
                 "mimic_iv_dir": str(options.mimic_iv_dir), "eicu_dir": str(options.eicu_dir)}
         rows = [run_stage(name, args) for name in STAGES]
-
-        env = {**os.environ, "PREFECT_HOME": str(Path(tmp) / "prefect"), "DO_NOT_TRACK": "1",
-               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
-        env.pop("PREFECT_API_URL", None)
-        started = time.perf_counter()
-        out = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "build", "--data-dir",
-                              str(Path(tmp) / "cli"), "--mimic-iv-dir", args["mimic_iv_dir"],
-                              "--eicu-dir", args["eicu_dir"]], capture_output=True, text=True, env=env, cwd=REPO)
-        total = time.perf_counter() - started
-        if out.returncode:
-            sys.exit(f"ehrbench build failed:\n{out.stderr[-3000:]}")
-        children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        manifest = json.loads((Path(out.stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
+        builds = [cli_build(Path(tmp), run, args) for run in range(options.runs)]
 
     print(f"Cold demo build ({env_note})")
-    print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}")
+    print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}   (library only, each in a fresh process)")
     for row in rows:
         print(f"{row['stage']:<12}{row['seconds']:>10.1f}{row['peak_rss_mib']:>15.0f}")
     print(f"{'sum':<12}{sum(r['seconds'] for r in rows):>10.1f}{max(r['peak_rss_mib'] for r in rows):>15.0f}")
     print()
-    print("ehrbench build (Prefect ephemeral server, all stages in one flow run)")
-    for name, timing in manifest["stages"].items():
-        print(f"  {name:<10}{timing['seconds']:>8.1f} s")
-    print(f"  {'wall':<10}{total:>8.1f} s   peak RSS of any process {children_rss:.0f} MiB")
+    print(f"ehrbench build, {len(builds)} run(s): seconds, median (min-max); temporary Prefect server on a new "
+          "database each time")
+    print(f"  {'no stage':<10}{spread([b['outside_stages'] for b in builds]):>20}   imports, starting the temporary "
+          "Prefect server, the build's summary")
+    for name in builds[0]["stages"]:
+        print(f"  {name:<10}{spread([b['stages'][name] for b in builds]):>20}")
+    print(f"  {'wall':<10}{spread([b['wall'] for b in builds]):>20}   peak RSS of any process "
+          f"{max(b['peak_rss_mib'] for b in builds):.0f} MiB")
+    print(json.dumps({"stages_library": rows, "builds": builds}))
 
 
 if __name__ == "__main__":
