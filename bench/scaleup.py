@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 SCHEMA = "raw_mimic_iv"
 INT32_MAX = 2**31 - 1
+COPY_ROWS = 5_000_000  # rows per replication insert (x100: chartevents' 66 M rows in 14 inserts, the rest in one each)
 # Columns that hold ids of one id space share its shift: linkorderid points at an orderid, and an ICU stay_id is
 # the transfer_id of its first ICU transfer.
 SHIFT_GROUPS = {"linkorderid": "orderid", "transfer_id": "stay_id"}
@@ -103,18 +104,21 @@ def replicate(con, factor: int) -> dict:
         for c, _ in columns[t]:
             group = SHIFT_GROUPS.get(c, c)
             if (t, c) in shifted_ints and group in shift:
-                shifted.append(f"{_quote(c)} + $1::bigint * {shift[group]}")
+                shifted.append(f"{_quote(c)} + copies.copy_number * {shift[group]}")
             elif (t, c) in text_ids:
-                shifted.append(f"(split_part({_quote(c)}, '-', 1)::bigint + $1::bigint * {shift['subject_id']})"
+                shifted.append(f"(split_part({_quote(c)}, '-', 1)::bigint + copies.copy_number * {shift['subject_id']})"
                                f"::varchar || '-' || split_part({_quote(c)}, '-', 2)")
             else:
                 shifted.append(_quote(c))
-        # One insert per copy from a snapshot of the demo rows: the file order (dbt's file_row) stays demo order
-        # within each copy, copies one after the other.
-        con.execute(f"create or replace temp table demo_rows as select * from {SCHEMA}.{_quote(t)}")
-        insert = f"insert into {SCHEMA}.{_quote(t)} select {', '.join(shifted)} from demo_rows"
-        for k in range(1, factor):
-            con.execute(insert, [k])
+        # Copies inserted many at a time from a snapshot of the demo rows, in the order they would have been appended
+        # copy by copy: the file order (dbt's file_row) stays demo order within each copy, copies one after the other.
+        # At most COPY_ROWS rows per insert: the order by sorts them in memory.
+        con.execute(f"create or replace temp table demo_rows as select *, rowid as demo_row from {SCHEMA}.{_quote(t)}")
+        per_insert = max(1, COPY_ROWS // max(con.execute("select count(*) from demo_rows").fetchone()[0], 1))
+        for first in range(1, factor, per_insert):
+            con.execute(f"insert into {SCHEMA}.{_quote(t)} select {', '.join(shifted)} "
+                        f"from demo_rows cross join range({first}, {min(first + per_insert, factor)}::bigint) "
+                        "as copies(copy_number) order by copies.copy_number, demo_rows.demo_row")
         con.execute("drop table demo_rows")
     return {"copied_tables": len(copied), "shifts": shift, "text_ids": sorted({c for _, c in text_ids}),
             "widened_to_bigint": sorted(widened)}
