@@ -1,15 +1,16 @@
 """build-benchmark: the whole pipeline, one subflow per stage ([n/10] in each stage's module and progress line).
 
     [1/10] ingest (flows/ingest.py) → [2/10] transform (dbt staging) → [3/10] validate (GX)
-      → [4/10] databases (dbt profiles, export; flows/databases.py)
-      → [5/10] fhir (dbt FHIR resources, export, fhir.resources validation, resource-id ground truth;
-        flows/fhir_view.py)
-      → [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine; flows/questions.py)
-      → [7/10] dq (audit extract → seeded errors with hidden cluster gold → verified task folders, calibration;
-        flows/dq.py)
-      → [8/10] noteqa (dbt notes, synthetic or MIMIC-IV-Note's → note questions → GX, quarantine; flows/noteqa.py)
-      → [9/10] meds (dbt MEDS events, codes, splits → MEDS files checked against the meds schemas;
-        flows/meds_export.py)
+      → [4/10] databases (dbt: the profiles and every model the later stages read — FHIR resources, audit extract,
+        notes, MEDS events; export; flows/databases.py)
+      → side by side in worker processes (flows/stage_workers.py), each reading the warehouse only:
+          [5/10] fhir (export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
+            → [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine;
+              flows/questions.py)
+          [7/10] dq (seeded errors with hidden cluster gold → verified task folders, calibration; flows/dq.py)
+          [8/10] noteqa (synthetic or MIMIC-IV-Note's notes → note questions → GX, quarantine; flows/noteqa.py)
+          [9/10] meds (MEDS files checked against the meds schemas, conversion and event-modelling tasks;
+            flows/meds_export.py)
       → [10/10] publish (manifest.json, atomic rename, `latest`)
 
 The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
@@ -42,8 +43,10 @@ from ehrbench.build_summary import (
     validation_detail,
 )
 from ehrbench.dq.recipes import load_recipes
+from ehrbench.fhir.export import fhir_selection
 from ehrbench.layout import DataLayout
 from ehrbench.manifest import StageTiming, assemble_manifest
+from ehrbench.noteqa.suite import NOTES_MODELS
 from ehrbench.parameter_errors import one_line_errors
 from ehrbench.profiles import BENCHMARK_DATABASES, ProfileVars
 from ehrbench.progress import log_to_file
@@ -60,6 +63,7 @@ from flows.noteqa import build_note_questions
 from flows.prefect_api import announce, artifact_url, markdown_artifact
 from flows.publish import publish_build
 from flows.questions import build_questions
+from flows.stage_workers import StageNotRun, StageOutcome, stage_workers
 from flows.transform import transform
 from flows.validate import validate
 
@@ -126,6 +130,17 @@ def build_benchmark(
         stages[name] = StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3))
         announce(stage_line(name, stages[name].seconds, "; ".join(detail)))
 
+    def stage_ended(name: str, outcome: StageOutcome | BaseException, seconds: float) -> None:
+        """A stage run by a worker: its line as it ends (they end in any order), its timing for the manifest."""
+        if isinstance(outcome, StageNotRun):
+            announce(stage_line(name, seconds, f"not run: {outcome}"), level=logging.ERROR)
+            return
+        if isinstance(outcome, BaseException):
+            announce(stage_line(name, seconds, f"FAILED: {type(outcome).__name__}; log: {logs}"), level=logging.ERROR)
+            return
+        stages[name] = outcome.timing
+        announce(stage_line(name, outcome.timing.seconds, STAGE_DETAILS[name](outcome.result)))
+
     with build_lock(layout.build_lock, build_id), log_to_file(logs / "build.log"):
         announce(f"build {build_id}: data in {layout.root}; logs in {logs}")
         for unfinished in remove_unfinished_builds(layout.benchmarks, layout.build_lock):  # killed builds' folders
@@ -142,35 +157,32 @@ def build_benchmark(
             with stage("validate") as done:
                 validation = validate(layout, absent)
                 done(validation_detail(validation))
-            with stage("databases") as done:
-                profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed, logs)
+            with stage("databases") as done:  # the warehouse's last write: every later stage only reads it
+                downstream = [*fhir_selection(parameters.mimic_iv_on_fhir), "dq", NOTES_MODELS[parameters.notes_source],
+                              "meds"]
+                profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed, logs, downstream)
                 done(databases_detail(databases))
-            with stage("fhir") as done:
-                fhir_run, fhir = build_fhir(layout, build_dir, dbt_vars, parameters.seed, logs,
-                                            parameters.ehrsql2024_dir, parameters.mimic_iv_on_fhir)
-                done(fhir_detail(fhir))
-            with stage("questions") as done:
-                question_sets = build_questions(build_dir, dbt_vars, parameters.seed, parameters.questions,
-                                                layout.root)
-                done(questions_detail(question_sets))
-            with stage("dq") as done:
-                dq_run, audit_tasks = build_audit_tasks(layout, build_dir, dbt_vars, parameters.seed, parameters.dq,
-                                                        logs)
-                done(dq_detail(audit_tasks))
-            with stage("noteqa") as done:
-                notes_run, note_questions = build_note_questions(layout, build_dir, dbt_vars, parameters.seed,
-                                                                 parameters.questions, logs, parameters.notes_source)
-                done(noteqa_detail(note_questions))
-            with stage("meds") as done:
-                ingested = {r.dataset: {"edition": r.edition, "version": r.version} for r in releases}
-                meds_run, meds_datasets = build_meds(layout, build_dir, dbt_vars, logs, ingested, created_at,
-                                                     parameters.seed)
-                done(meds_detail(meds_datasets))
+            with stage_workers(on_done=stage_ended) as workers:  # added longest chain first: fhir, then questions
+                seed = parameters.seed
+                workers.add("fhir", build_fhir, layout=layout, build_dir=build_dir, profile_vars=dbt_vars, seed=seed,
+                            ehrsql2024_dir=parameters.ehrsql2024_dir, mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
+                workers.add("questions", build_questions, after=("fhir",), build_dir=build_dir,
+                            profile_vars=dbt_vars, seed=seed, settings=parameters.questions, data_dir=layout.root)
+                workers.add("dq", build_audit_tasks, layout=layout, build_dir=build_dir, seed=seed,
+                            settings=parameters.dq)
+                workers.add("noteqa", build_note_questions, layout=layout, build_dir=build_dir, seed=seed,
+                            settings=parameters.questions, notes_source=parameters.notes_source)
+                workers.add("meds", build_meds, layout=layout, build_dir=build_dir, created_at=created_at,
+                            releases={r.dataset: {"edition": r.edition, "version": r.version} for r in releases},
+                            seed=seed)
+                ended = workers.run()
+            fhir, question_sets, audit_tasks, note_questions, meds_datasets = (
+                ended[name] for name in ("fhir", "questions", "dq", "noteqa", "meds"))
             with connect(layout.warehouse, read_only=True) as con:
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
-                                         [*dbt_runs, profile_run, fhir_run, dq_run, notes_run, meds_run], validation,
+                                         [*dbt_runs, profile_run], validation,
                                          row_counts, stages, dbt_vars.to_dbt_vars(), databases, fhir, question_sets,
                                          audit_tasks, note_questions, meds_datasets)
             with stage("publish") as done:
@@ -184,6 +196,10 @@ def build_benchmark(
         markdown_artifact(key="build-summary", markdown=summary_markdown(manifest, Path(folder), links),
                           description=f"Build {build_id}: what was built and checked, and where to look next")
     return folder
+
+
+STAGE_DETAILS = {"fhir": fhir_detail, "questions": questions_detail, "dq": dq_detail, "noteqa": noteqa_detail,
+                 "meds": meds_detail}  # what a stage's line says after its time, from what it returned
 
 
 def stage_artifacts() -> dict[str, str]:

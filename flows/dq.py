@@ -1,7 +1,8 @@
 """[7/10] dq: data-quality audit tasks (docs/benchmarks.md#data-quality-error-injection): seeded errors injected into an
 extract of the build's MIMIC-IV patients, with hidden cluster gold.
 
-    dbt (models/dq/: a seeded patient sample under neutral table and column names, times shifted like the databases)
+    the dq models (built by dbt in the databases stage; models/dq/: a seeded patient sample under neutral table and
+      column names, times shifted like the databases)
       → per task of the recipes (src/ehrbench/dq/recipes/default.yaml, or the build's own file):
         inject its errors into a copy → write dq/<task>/ and dq/<task>_clues/ (agent-facing instruction.md and
         data/, hidden gold/) → read back: every label verified, no source name in any agent-visible file (else the
@@ -25,22 +26,16 @@ from ehrbench.dq.recipes import TaskRecipe, load_recipes
 from ehrbench.dq.tasks import WrittenTask, write_task
 from ehrbench.errors import ValidationError
 from ehrbench.layout import BuildLayout, DataLayout
-from ehrbench.profiles import ProfileVars
 from ehrbench.settings import DqSettings
-from ehrbench.transform import DbtRun, run_dbt
-from flows.prefect_api import log_dbt_run, table_artifact
+from flows.prefect_api import table_artifact
 
 
 @flow(name="dq")
-def build_audit_tasks(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
-                  settings: DqSettings, log_dir: Path) -> tuple[DbtRun, dict]:
-    """Returns the dbt run and the manifest's `dq` entry: recipes, extract size, tasks, calibration scores."""
+def build_audit_tasks(layout: DataLayout, build_dir: Path, seed: int, settings: DqSettings) -> dict:
+    """Returns the manifest's `dq` entry: recipes, extract size, tasks, calibration scores. The warehouse holds the
+    dq models, built with `ProfileVars.with_dq(seed, <the recipes' extract patients>)`."""
     logger = get_run_logger()
     recipes = load_recipes(settings.recipes)
-    run = run_dbt(["build", "--select", "dq"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars=profile_vars.with_dq(seed, recipes.extract.patients).to_dbt_vars(),
-                  log_dir=log_dir)
-    log_dbt_run(run, log_dir)
     extract = read_extract(layout.warehouse)
     dq_dir = BuildLayout(build_dir).dq
     written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir)]
@@ -48,7 +43,7 @@ def build_audit_tasks(layout: DataLayout, build_dir: Path, profile_vars: Profile
     publish_artifacts(written, calibration)
     check_oracle_passes(calibration)
     logger.info("dq: %d tasks, %d clusters", len(written), sum(e.clusters for e in written))
-    return run, manifest_entry(recipes, settings.recipes, extract, written, calibration, build_dir)
+    return manifest_entry(recipes, settings.recipes, extract, written, calibration, build_dir)
 
 
 @task(name="make-audit-task", task_run_name="make-audit-task/{recipe.id}",

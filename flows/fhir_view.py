@@ -2,7 +2,7 @@
 patients, times shifted like the SQL databases) and `mimic_iv_on_fhir` (MIMIC-IV on FHIR's resources of every raw row,
 raw times: what FHIR-AgentBench was built on).
 
-    dbt build of the fhir models of both views
+    the fhir models of both views (built by dbt in the databases stage)
       → export each into the build (`fhir/[mimic_iv_on_fhir/]<ResourceType>.ndjson.gz`, `…/resources.duckdb`;
         agent-facing) and validate the resources with fhir.resources: an invalid resource or a reference to no
         resource of its view fails the build (artifact `fhir`)
@@ -25,19 +25,15 @@ from ehrbench.fhir.ground_truth import ground_truth_markdown, write_groundings
 from ehrbench.fhir.grounding_check import check_markdown
 from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.profiles import ProfileVars
-from ehrbench.transform import DbtRun, run_dbt
-from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
+from flows.prefect_api import markdown_artifact, table_artifact
 
 
 @flow(name="fhir")
-def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int, log_dir: Path,
-               ehrsql2024_dir: Path | None = None, mimic_iv_on_fhir: bool = True) -> tuple[DbtRun, dict]:
-    """Returns the dbt run and the manifest's `fhir` entry (counts, files, validation, ground truth)."""
+def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
+               ehrsql2024_dir: Path | None = None, mimic_iv_on_fhir: bool = True) -> dict:
+    """Returns the manifest's `fhir` entry (counts, files, validation, ground truth). The warehouse holds the models
+    of `fhir_selection(mimic_iv_on_fhir)`."""
     views = (EHRSQL_ALIGNED_VIEW, MIMIC_IV_ON_FHIR_VIEW) if mimic_iv_on_fhir else (EHRSQL_ALIGNED_VIEW,)
-    selection = ["fhir", "mimic_iv_on_fhir_race", "fhir_agentbench"] if mimic_iv_on_fhir else ["fhir.mimic_iv"]
-    run = run_dbt(["build", "--select", *selection], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
-    log_dbt_run(run, log_dir)
     exports = {view: export_view(layout, build_dir, view, seed) for view in views}
     table_artifact(
         key="fhir",
@@ -50,7 +46,7 @@ def build_fhir(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, s
     if ehrsql2024_dir:
         entry["ground_truth"] = {"ehrsql2024_valid": ground_ehrsql2024(
             build_dir, Path(ehrsql2024_dir), profile_vars.ehrsql2024.current_time, seed)}
-    return run, entry
+    return entry
 
 
 def export_view(layout: DataLayout, build_dir: Path, view: FhirView, seed: int) -> FhirExport:

@@ -1,9 +1,10 @@
 """[9/10] meds: the build's MIMIC-IV and eICU as MEDS datasets (docs/benchmarks.md#meds-export), for event-stream
 models and the terminal agents' workspace tasks.
 
-    dbt (models/meds/mimic_iv/: every row as MEDS events coded as the MEDS-for-MIMIC-IV ETL codes them; the raw
-      timeline, and the shifted one of the ehrsql2024 and renamed databases; codes with descriptions; seeded splits.
-      models/meds/eicu/: every eICU row as the eICU-MEDS ETL writes it, on its pseudo-timeline)
+    the meds models (built by dbt in the databases stage; models/meds/mimic_iv/: every row as MEDS events coded as
+      the MEDS-for-MIMIC-IV ETL codes them; the raw timeline, and the shifted one of the ehrsql2024 and renamed
+      databases; codes with descriptions; seeded splits. models/meds/eicu/: every eICU row as the eICU-MEDS ETL
+      writes it, on its pseudo-timeline)
       → per timeline, data shards and metadata checked against the `meds` package's schemas (ehrbench.meds.export)
         and written to meds/<timeline>/
       → artifact `meds`: subjects, events, codes and splits per timeline.
@@ -31,9 +32,7 @@ from ehrbench.meds.conversion_tasks import FAMILY, ingested_mimic_iv, plan_conve
 from ehrbench.meds.export import TIMELINES, MedsDataset, export_meds
 from ehrbench.meds.modelling_tasks import FAMILY as MODELLING
 from ehrbench.meds.modelling_tasks import write_modelling_tasks
-from ehrbench.profiles import ProfileVars
-from ehrbench.transform import DbtRun, run_dbt
-from flows.prefect_api import log_dbt_run, table_artifact
+from flows.prefect_api import table_artifact
 
 CONVENTION = ("Medical-Event-Data-Standard/MIMIC_IV_MEDS event_configs.yaml; eICU: "
               "Medical-Event-Data-Standard/eICU_MEDS 0.1.0 configs/event_configs.yaml")
@@ -44,14 +43,10 @@ LICENSES = {"demo": "ODbL-1.0", "full": "PhysioNet Credentialed Health Data Lice
 
 
 @flow(name="meds")
-def build_meds(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, log_dir: Path,
-               releases: dict[str, dict], created_at: datetime, seed: int, conversion_tasks: int = CONVERSION_TASKS,
-               modelling_tasks: int = MODELLING_TASKS) -> tuple[DbtRun, dict]:
-    """Returns the dbt run and the manifest's `meds` entry. `releases`: the ingested releases (dataset → edition,
-    version)."""
-    run = run_dbt(["build", "--select", "meds"], warehouse=layout.warehouse, work_dir=layout.dbt_work,
-                  vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
-    log_dbt_run(run, log_dir)
+def build_meds(layout: DataLayout, build_dir: Path, releases: dict[str, dict], created_at: datetime, seed: int,
+               conversion_tasks: int = CONVERSION_TASKS, modelling_tasks: int = MODELLING_TASKS) -> dict:
+    """Returns the manifest's `meds` entry. `releases`: the ingested releases (dataset → edition, version). The
+    warehouse holds the meds models."""
     datasets = [write_timeline(layout.warehouse, build_dir, timeline, releases[SOURCES[timeline]], created_at)
                 for timeline in TIMELINES]
     table_artifact(key="meds", table=[{"timeline": d.timeline, "subjects": d.subjects, "events": d.events,
@@ -68,7 +63,7 @@ def build_meds(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, l
     table_artifact(key="event-modelling-tasks", table=modelling,
                    description="Event-modelling tasks (workspace_tasks/event_modelling/): new-onset diagnosis "
                                "targets as ACES configs, their cohorts and the count-features baseline's test AUROC")
-    return run, {"meds_version": meds.__version__, "convention": CONVENTION,
+    return {"meds_version": meds.__version__, "convention": CONVENTION,
                  "timelines": {d.timeline: {k: v for k, v in vars(d).items() if k != "timeline"} for d in datasets},
                  "conversion_tasks": tasks, "modelling_tasks": modelling}
 

@@ -1,9 +1,10 @@
 """[8/10] noteqa: questions over a patient's discharge summaries, EHRNoteQA-style
 (docs/benchmarks.md#ehrnoteqa-accuracy).
 
-    dbt (models/notes/mimic_iv/: SYNTHETIC discharge summaries in MIMIC-IV-Note's layout, written from each
-      admission's structured rows, and the facts they state; or, when the build asks over real notes,
-      models/notes/mimic_iv_note/: MIMIC-IV-Note's of the build's patients, times shifted like the databases')
+    the notes models (built by dbt in the databases stage; models/notes/mimic_iv/: SYNTHETIC discharge summaries in
+      MIMIC-IV-Note's layout, written from each admission's structured rows, and the facts they state; or, when the
+      build asks over real notes, models/notes/mimic_iv_note/: MIMIC-IV-Note's of the build's patients, times
+      shifted like the databases')
       → at most `note_patients` patients (a seeded sample beyond)
       → one question per patient over their first three notes: written by an LLM when a note-question model is set
         (ehrbench.noteqa.llm_generation: cached, filtered — evidence in the notes, distinct options, not guessable
@@ -33,7 +34,6 @@ from ehrbench.noteqa.llm_generation import llm_questions
 from ehrbench.noteqa.suite import (
     NOTE_QUESTION_SCHEMA,
     NOTES_DATABASE,
-    NOTES_MODELS,
     asked_notes,
     checked,
     patients_asked,
@@ -42,25 +42,20 @@ from ehrbench.noteqa.suite import (
     template_questions,
     write_note_questions,
 )
-from ehrbench.profiles import ProfileVars
 from ehrbench.settings import NotesSource, QuestionSettings
-from ehrbench.transform import DbtRun, run_dbt
 from ehrbench.validation.questions import QuestionValidation, validate_questions, write_quarantine
-from flows.prefect_api import log_dbt_run, markdown_artifact, table_artifact
+from flows.prefect_api import markdown_artifact, table_artifact
 from flows.validate import EXPECTATIONS_DIR
 
 NOTE_QUESTION_SUITE = EXPECTATIONS_DIR / "noteqa.json"
 
 
 @flow(name="noteqa")
-def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: ProfileVars, seed: int,
-                         settings: QuestionSettings, log_dir: Path,
-                         notes_source: NotesSource = "synthetic") -> tuple[DbtRun, dict]:
-    """Returns the dbt run and the manifest's `noteqa` entry: notes source, generator, counts, files, validation."""
+def build_note_questions(layout: DataLayout, build_dir: Path, seed: int, settings: QuestionSettings,
+                         notes_source: NotesSource = "synthetic") -> dict:
+    """Returns the manifest's `noteqa` entry: notes source, generator, counts, files, validation. The warehouse holds
+    the models of `NOTES_MODELS[notes_source]`."""
     logger = get_run_logger()
-    run = run_dbt(["build", "--select", NOTES_MODELS[notes_source]], warehouse=layout.warehouse,
-                  work_dir=layout.dbt_work, vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
-    log_dbt_run(run, log_dir)
     if notes_source == "synthetic":
         facts, every_note = read_synthetic_notes(layout.warehouse)
     else:
@@ -82,7 +77,7 @@ def build_note_questions(layout: DataLayout, build_dir: Path, profile_vars: Prof
     logger.info("noteqa: %d questions kept of %d, over %d %s notes of %d patients", len(kept), len(questions),
                 sum(len(found) for found in notes.values()), "SYNTHETIC" if synthetic else "MIMIC-IV-Note",
                 len(notes))
-    return run, {"notes_source": notes_source,
+    return {"notes_source": notes_source,
                  "notes_times": "as written from the raw rows" if synthetic else "shifted: ehrsql2024 offsets",
                  "notes": sum(len(found) for found in every_note.values()),
                  "patients_with_notes": len(every_note), "patients_asked": len(notes),

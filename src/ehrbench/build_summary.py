@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ehrbench.manifest import Manifest
+from ehrbench.manifest import Manifest, StageTiming
 from ehrbench.manifest_parts import DatabaseEntry, DqEntry, FhirEntry, MedsEntry, NoteQaEntry, QuestionsEntry
 from ehrbench.sources.ingest import ReleaseIngest
 from ehrbench.transform import DbtRun
@@ -116,8 +116,16 @@ def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) ->
     return [*lines, "Next:", *(f"  {command:<{width}}  # {why}" for command, why in NEXT_STEPS)]
 
 
+def stages_wall_seconds(stages: Mapping[str, StageTiming]) -> float:
+    """From the first stage's start to the last one's end: some stages run side by side, so not their sum."""
+    if not stages:
+        return 0.0
+    start = min(stage.started_at for stage in stages.values())
+    return max((stage.started_at - start).total_seconds() + stage.seconds for stage in stages.values())
+
+
 def _headline(manifest: Manifest) -> str:
-    seconds = sum(stage.seconds for stage in manifest.stages.values())
+    seconds = stages_wall_seconds(manifest.stages)
     return f"Build {manifest.build_id} published in {seconds / 60:.1f} min (seed {manifest.seed})"
 
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ehrbench.layout import BuildLayout, DataLayout
-from ehrbench.noteqa.suite import patients_asked, read_notes
+from ehrbench.noteqa.suite import NOTES_MODELS, patients_asked, read_notes
 from ehrbench.profiles import profile_vars
 from ehrbench.settings import QuestionSettings
 from ehrbench.sources.ingest import ingest_release
@@ -93,12 +93,14 @@ def note_build(fhir_warehouse, prefect_api_url, tmp_path_factory) -> dict:
         files = ingest_release(con, NOTE_RELEASE, release, origin="local", strict_checksums=True)
     staging = run_dbt(["build", "--select", *staging_selection(["mimic_iv_note"])], warehouse=layout.warehouse,
                       work_dir=layout.dbt_work, vars=profile_vars(0))
+    # a build's databases stage builds the notes models with the profiles; the noteqa stage then only reads them
+    run = run_dbt(["build", "--select", NOTES_MODELS["mimic_iv_note"]], warehouse=layout.warehouse,
+                  work_dir=layout.dbt_work, vars=profile_vars(0))
     build_dir = layout.benchmarks / "notes-build"
     with OpenAIServer() as server:
         server.respond(_writer)
         settings = QuestionSettings(note_question_model=f"openai:scripted@{server.base_url}", note_patients=ASKED)
-        run, entry = build_note_questions(layout, build_dir, profile_vars(0), 0, settings, layout.root / "logs",
-                                          "mimic_iv_note")
+        entry = build_note_questions(layout, build_dir, 0, settings, "mimic_iv_note")
         requests = len(server.requests)
     return {"layout": layout, "rows": rows, "ingested": files, "staging": staging, "run": run, "entry": entry,
             "build": BuildLayout(build_dir), "requests": requests}

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ehrbench.build_summary import stages_wall_seconds
 from ehrbench.cli.checks import (
     EXIT_FAILED,
     DataDir,
@@ -142,7 +143,7 @@ def builds(data_dir: DataDir = None) -> None:
             ", ".join(f"{d} {s.get('edition', '')} {s.get('version', '')}" for d, s in m.sources.items()),
             str(len(m.inputs)), str(len(m.unverified_inputs)), f"{sum(m.raw_row_counts.values()):,}",
             str(len(m.built_row_counts)), f"{checks - failed}/{checks}",
-            f"{sum(s.seconds for s in m.stages.values()):.1f}")
+            f"{stages_wall_seconds(m.stages):.1f}")
     Console(width=200 if not sys.stdout.isatty() else None, markup=False, emoji=False).print(table)
 
 

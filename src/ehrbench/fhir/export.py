@@ -38,6 +38,14 @@ EHRSQL_ALIGNED_VIEW = FhirView(schema="fhir__mimic_iv", folder=None, validate_li
 # one process, a few seconds)
 MIMIC_IV_ON_FHIR_VIEW = FhirView(schema="fhir__mimic_iv_on_fhir", folder="mimic_iv_on_fhir", validate_limit=10_000)
 FHIR_VIEWS = (EHRSQL_ALIGNED_VIEW, MIMIC_IV_ON_FHIR_VIEW)
+
+
+def fhir_selection(mimic_iv_on_fhir: bool = True) -> list[str]:
+    """dbt selectors of the FHIR models a build exports: both views (and what FHIR-AgentBench's import reads), or the
+    EHRSQL-aligned view's alone."""
+    return ["fhir", "mimic_iv_on_fhir_race", "fhir_agentbench"] if mimic_iv_on_fhir else ["fhir.mimic_iv"]
+
+
 RESOURCE_COLUMNS = ("id", "resource_type", "patient_id", "source_table", "source_key", "resource")
 _BATCH = 10_000
 

@@ -1,0 +1,166 @@
+"""The stages after databases, side by side in worker processes: fhir → questions, and dq, noteqa, meds.
+
+They only read the warehouse (the databases stage built every model they need in its dbt run) and write into
+separate folders of the build, and their work is mostly Python, which threads would run on one core. So they run as
+Prefect tasks on a ProcessPoolTaskRunner (one worker per core): each task runs its stage's subflow in a worker, timed
+there. In the Prefect UI a stage is a `stage/<name>` task run of build-benchmark with the stage's subflow under it.
+
+What the workers log reaches the Prefect API as any run log does (Prefect forwards it); it also reaches the build's
+handlers here — build.log and, from the CLI, the terminal's warnings — as if the stage had run in this process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from prefect import Flow, task
+from prefect.cache_policies import NONE
+from prefect.client.orchestration import get_client
+from prefect.futures import wait
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.task_runners import ProcessPoolTaskRunner
+
+from ehrbench.manifest import StageTiming
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """What a worker sends back: the stage flow's return value and when it ran."""
+
+    result: Any
+    timing: StageTiming
+
+
+def _run_stage(name: str, stage_flow: str, parameters: dict[str, Any]) -> StageOutcome:
+    """`stage_flow`: "<module>:<name>" of the flow, imported in the worker (a pickled flow would carry copies of its
+    module's names, not the module)."""
+    module, _, attribute = stage_flow.partition(":")
+    flow = getattr(importlib.import_module(module), attribute)
+    started, clock = datetime.now(UTC), time.perf_counter()
+    result = flow(**parameters)
+    return StageOutcome(result, StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3)))
+
+
+# The task wraps a function of another name so that cloudpickle sends the worker a reference to this module, not a
+# copy of the function.
+run_stage = task(name="stage", task_run_name="stage/{name}", cache_policy=NONE)(_run_stage)
+
+
+# called as each stage ends: its name, outcome (or error) and seconds since a worker got it
+StageEnded = Callable[[str, StageOutcome | BaseException, float], None]
+
+
+class StageNotRun(Exception):
+    """A stage that did not run because a stage it comes after failed."""
+
+
+@dataclass(frozen=True)
+class _Stage:
+    flow_reference: str  # "<module>:<name>"
+    parameters: dict[str, Any]
+    after: tuple[str, ...]
+
+
+class StageWorkers:
+    """`add` the stages, then `run()`: each stage's result, its end reported through `on_done` as it happens.
+
+    A stage goes to a worker when one is free and the stages it comes after have succeeded, the first added first:
+    so a stage that waited for another (questions, for fhir) does not queue behind the ones added after it."""
+
+    def __init__(self, runner: ProcessPoolTaskRunner, workers: int, on_done: StageEnded):
+        self._runner, self._workers, self._on_done = runner, workers, on_done
+        self._stages: dict[str, _Stage] = {}
+
+    def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), **parameters: Any) -> None:
+        """Stage `name`: `stage_flow` (a module-level flow) called with `parameters`, once the stages `after` have
+        succeeded."""
+        unknown = [before for before in after if before not in self._stages]
+        if unknown:
+            raise ValueError(f"stage {name} comes after {unknown}: add those first")
+        self._stages[name] = _Stage(f"{stage_flow.fn.__module__}:{stage_flow.fn.__name__}", parameters, after)
+
+    def run(self) -> dict[str, Any]:
+        """Every stage's result by name once all have ended. Else the first failed stage's error (in the order they
+        were added), raised once every stage has ended, so that no worker still writes into a build being
+        discarded."""
+        waiting, running, outcomes = list(self._stages), {}, {}
+        while waiting or running:
+            for name in [n for n in waiting if all(before in outcomes for before in self._stages[n].after)]:
+                failed_before = [b for b in self._stages[name].after if isinstance(outcomes[b], BaseException)]
+                if failed_before:
+                    waiting.remove(name)
+                    outcomes[name] = StageNotRun(f"{', '.join(failed_before)} failed")
+                    self._on_done(name, outcomes[name], 0.0)
+                elif len(running) < self._workers:
+                    waiting.remove(name)
+                    stage = self._stages[name]
+                    running[name] = (time.perf_counter(), self._runner.submit(
+                        run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters}))
+            if not running:
+                continue  # only stages not run were found: look again at what waits
+            done = wait([future for _, future in running.values()], timeout=1).done
+            for name in [n for n, (_, future) in running.items() if future in done]:
+                started, future = running.pop(name)
+                try:
+                    outcomes[name] = future.result()
+                except BaseException as exc:  # noqa: BLE001 — reported, then raised below
+                    outcomes[name] = exc
+                self._on_done(name, outcomes[name], time.perf_counter() - started)
+        for outcome in (outcomes[name] for name in self._stages):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, StageNotRun):
+                raise outcome
+        return {name: outcomes[name].result for name in self._stages}
+
+
+@contextmanager
+def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterator[StageWorkers]:
+    """A process pool of `max_workers` (default: the cores) for the stages of a build flow's run.
+
+    Without a configured API the flow runs on Prefect's temporary server; the workers are pointed at it (else each
+    would start its own)."""
+    with get_client(sync_client=True) as client:
+        api_url = str(client.api_url)
+    workers = max_workers or os.cpu_count() or 1
+    runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here])
+    with temporary_settings({PREFECT_API_URL: api_url}), runner:
+        yield StageWorkers(runner, workers, on_done)
+
+
+def _run_logs_here() -> Callable[[str, Any], tuple[str, Any]]:
+    """A forwarded run log also goes to this process's own handlers of the run loggers (build.log, the CLI's
+    terminal); Prefect's handlers are skipped: its API handler gets the log from the forwarder, its console handler
+    already printed it in the worker."""
+
+    def process(message_type: str, payload: Any) -> tuple[str, Any]:
+        if message_type == "log" and isinstance(payload, dict) and payload.get("name"):
+            _emit_here(_log_record(payload))
+        return message_type, payload
+
+    return process
+
+
+def _log_record(payload: dict) -> logging.LogRecord:
+    level = int(payload.get("level") or logging.INFO)
+    record = logging.makeLogRecord({"name": payload["name"], "levelno": level, "levelname": logging.getLevelName(level),
+                                    "msg": str(payload.get("message", "")), "args": None})
+    timestamp = payload.get("timestamp")
+    with suppress(ValueError):  # a timestamp Prefect did not write as ISO 8601: the record's own time
+        record.created = datetime.fromisoformat(str(timestamp)).timestamp() if timestamp else record.created
+    return record
+
+
+def _emit_here(record: logging.LogRecord) -> None:
+    logger: logging.Logger | None = logging.getLogger(record.name)
+    while logger is not None:
+        for handler in logger.handlers:
+            if not type(handler).__module__.startswith("prefect.") and record.levelno >= handler.level:
+                handler.handle(record)
+        logger = logger.parent if logger.propagate else None
