@@ -25,7 +25,7 @@ from prefect import Flow, task
 from prefect.cache_policies import NONE
 from prefect.client.orchestration import get_client
 from prefect.futures import wait
-from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from ehrbench.manifest import StageTiming
@@ -76,7 +76,7 @@ class StageWorkers:
     so a stage that waited for another (questions, for fhir) does not queue behind the ones added after it."""
 
     def __init__(self, runner: ProcessPoolTaskRunner, workers: int, on_done: StageEnded):
-        self._runner, self._workers, self._on_done = runner, workers, on_done
+        self._runner, self.workers, self._on_done = runner, workers, on_done
         self._stages: dict[str, _Stage] = {}
 
     def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), **parameters: Any) -> None:
@@ -99,7 +99,7 @@ class StageWorkers:
                     waiting.remove(name)
                     outcomes[name] = StageNotRun(f"{', '.join(failed_before)} failed")
                     self._on_done(name, outcomes[name], 0.0)
-                elif len(running) < self._workers:
+                elif len(running) < self.workers:
                     waiting.remove(name)
                     stage = self._stages[name]
                     running[name] = (time.perf_counter(), self._runner.submit(
@@ -122,13 +122,16 @@ class StageWorkers:
 
 @contextmanager
 def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterator[StageWorkers]:
-    """A process pool of `max_workers` (default: the cores) for the stages of a build flow's run.
+    """A process pool of `max_workers` for the stages of a build flow's run; default: Prefect's setting
+    PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS (1 runs the stages one at a time: the least memory), else the
+    cores.
 
     Without a configured API the flow runs on Prefect's temporary server; the workers are pointed at it (else each
     would start its own)."""
     with get_client(sync_client=True) as client:
         api_url = str(client.api_url)
-    workers = max_workers or os.cpu_count() or 1
+    workers = (max_workers or get_current_settings().tasks.runner.process_pool_max_workers or os.cpu_count()
+               or 1)
     runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here])
     with temporary_settings({PREFECT_API_URL: api_url}), runner:
         yield StageWorkers(runner, workers, on_done)

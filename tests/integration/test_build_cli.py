@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -48,13 +49,17 @@ def test_the_build_tells_a_person_what_it_does_in_a_screenful(demo_build):
     lines, folder = demo_build["stderr"].strip().splitlines(), demo_build["folder"]
     assert len(lines) <= 40, "\n".join(lines)
     stage_lines = [line for line in lines if re.match(r"\[\d+/10\] ", line)]
-    assert [line.split()[1] for line in stage_lines] == ["ingest", "transform", "validate", "databases", "fhir",
-                                                         "questions", "dq", "noteqa", "meds", "publish"]
-    assert re.search(r"\[6/10\] questions +[\d.]+ s  [\d,]+ kept \(", stage_lines[5])
+    order = [line.split()[1] for line in stage_lines]
+    # the stages after databases run side by side: their lines come as they end, questions' after fhir's
+    assert order[:4] == ["ingest", "transform", "validate", "databases"] and order[-1] == "publish"
+    assert sorted(order[4:-1]) == ["dq", "fhir", "meds", "noteqa", "questions"]
+    assert order.index("fhir") < order.index("questions")
+    line = {name: stage_lines[order.index(name)] for name in order}
+    assert re.search(r"\[6/10\] questions +[\d.]+ s  [\d,]+ kept \(", line["questions"])
     assert re.search(r"\[8/10\] noteqa +[\d.]+ s  [\d,]+ note questions \(.*\) over [\d,]+ synthetic notes",
-                     stage_lines[7])
+                     line["noteqa"])
     assert re.search(r"\[9/10\] meds +[\d.]+ s  raw: 100 subjects, [\d,]+ events, .* \(MEDS [\d.]+, schemas checked\)",
-                     stage_lines[8])
+                     line["meds"])
     summary = lines.index(next(line for line in lines if line.startswith(f"Build {folder.name} published")))
     assert f"  folder     {folder}" in lines[summary:]
     assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3]
@@ -104,6 +109,13 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(demo_build):
     # the empty optional vitalperiodic
     assert manifest["dbt"]["build --select staging.mimic_iv staging.eicu"]["warn"] == 1
     assert set(manifest["stages"]) >= {"databases"}
+    span = {name: (datetime.fromisoformat(t["started_at"]).timestamp(), t["seconds"])
+            for name, t in manifest["stages"].items()}
+    ends = {name: start + seconds for name, (start, seconds) in span.items()}
+    assert span["fhir"][0] >= ends["databases"] and span["questions"][0] >= ends["fhir"]
+    if (os.cpu_count() or 1) > 1:  # a worker per core: fhir and dq, the first two, run at the same time
+        assert span["dq"][0] < ends["fhir"] and span["fhir"][0] < ends["dq"]
+    assert "dq: 12 tasks" in (data_dir / "logs" / folder.name / "build.log").read_text()  # a worker's run log
 
 
 def test_build_exports_the_benchmark_databases(demo_build):

@@ -26,22 +26,18 @@ def _wait_for(path: Path) -> None:
 
 
 @flow(name="toy-stage-meets")
-def meets(folder: Path, mine: str, theirs: str) -> dict:
+def meets(folder: Path, mine: str, theirs: str, linger_s: float = 0.0) -> dict:
     """Leaves a file, then waits for the other stage's: only two stages running at once both end."""
     (folder / mine).write_text(str(os.getpid()))
     _wait_for(folder / theirs)
     get_run_logger().warning("stage %s met %s", mine, theirs)
+    time.sleep(linger_s)
     return {"pid": os.getpid(), "ended": time.time()}
 
 
 @flow(name="toy-stage-after")
 def after_the_others(folder: Path) -> dict:
     return {"pid": os.getpid(), "started": time.time(), "saw": sorted(p.name for p in folder.iterdir())}
-
-
-@flow(name="toy-stage-clock")
-def clock() -> float:
-    return time.time()
 
 
 @flow(name="toy-stage-fails")
@@ -57,27 +53,17 @@ def run_stages(folder: Path, failing: bool) -> tuple[dict, list]:
     with stage_workers(on_done=lambda name, outcome, seconds: ended.append((name, outcome, seconds)),
                        max_workers=2) as workers:
         workers.add("a", meets, folder=folder, mine="a", theirs="b")
-        workers.add("b", meets, folder=folder, mine="b", theirs="a")
+        workers.add("b", meets, folder=folder, mine="b", theirs="a", linger_s=0 if failing else 3)
         if failing:
             workers.add("broken", fails, message="stage broke")
             workers.add("c", after_the_others, after=("broken",), folder=folder)
-        else:
-            workers.add("c", after_the_others, after=("a", "b"), folder=folder)
+        else:  # a ends first: c (after a) goes to its worker before d (added after c, waiting since the start)
+            workers.add("c", after_the_others, after=("a",), folder=folder)
+            workers.add("d", after_the_others, folder=folder)
         try:
             return workers.run(), ended
         except Exception as exc:
             return {"raised": exc}, ended
-
-
-@flow(name="toy-parent-one-worker")
-def run_in_one_worker() -> dict:
-    from flows.stage_workers import stage_workers
-
-    with stage_workers(on_done=lambda *ended: None, max_workers=1) as workers:
-        workers.add("first", clock)
-        workers.add("second", clock, after=("first",))
-        workers.add("third", clock)
-        return workers.run()
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +83,13 @@ def run_log():
         logger.removeHandler(handler)
 
 
-def test_stages_run_at_once_in_other_processes_and_in_order(prefect_api_url, tmp_path, run_log):
+def test_stages_run_at_once_in_other_processes_in_order_and_log_here(prefect_api_url, tmp_path, run_log):
     results, ended = run_stages(tmp_path, failing=False)
 
-    a, b, c = results["a"], results["b"], results["c"]
+    a, b, c, d = (results[name] for name in "abcd")
     assert len({a["pid"], b["pid"], os.getpid()}) == 3  # a and b met: two worker processes, not this one
-    assert c["started"] >= max(a["ended"], b["ended"]) and c["saw"] == ["a", "b"]
-    assert sorted(name for name, _, _ in ended) == ["a", "b", "c"]
+    assert a["ended"] <= c["started"] < d["started"] and c["saw"] == ["a", "b"]
+    assert sorted(name for name, _, _ in ended) == ["a", "b", "c", "d"]
     assert all(outcome.timing.seconds >= 0 and seconds >= outcome.timing.seconds for _, outcome, seconds in ended)
     messages = [r.getMessage() for r in run_log if r.levelno == logging.WARNING]
     assert "stage a met b" in messages and "stage b met a" in messages  # logged in workers, handled here
@@ -123,7 +109,14 @@ def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_
     assert not (tmp_path / "c").exists()
 
 
-def test_a_stage_that_waited_goes_before_the_ones_added_after_it(prefect_api_url):
-    started = run_in_one_worker()
 
-    assert started["first"] < started["second"] < started["third"]
+def test_the_pool_has_prefects_size_else_one_worker_per_core(prefect_api_url):
+    from prefect.settings import PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS, temporary_settings
+
+    from flows.stage_workers import stage_workers
+
+    with stage_workers(on_done=lambda *ended: None) as workers:
+        assert workers.workers == os.cpu_count()
+    with temporary_settings({PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS: 1}), \
+            stage_workers(on_done=lambda *ended: None) as workers:
+        assert workers.workers == 1
