@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -132,9 +133,17 @@ def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterat
         api_url = str(client.api_url)
     workers = (max_workers or get_current_settings().tasks.runner.process_pool_max_workers or os.cpu_count()
                or 1)
-    runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here])
+    runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here],
+                                   initializer=_stdout_to_stderr)
     with temporary_settings({PREFECT_API_URL: api_url}), runner:
         yield StageWorkers(runner, workers, on_done)
+
+
+def _stdout_to_stderr() -> None:
+    """A worker writes nothing to stdout, where the CLI prints the published folder: whatever a library prints there
+    (Python or native code) goes to stderr."""
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
 
 def _run_logs_here() -> Callable[[str, Any], tuple[str, Any]]:

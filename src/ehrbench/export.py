@@ -24,6 +24,7 @@ from ehrbench.errors import MissingInputError
 from ehrbench.layout import BuildLayout
 from ehrbench.profiles import LINEAGE_MODELS, BenchmarkDatabase
 from ehrbench.renaming import SchemaRename
+from ehrbench.warehouse import open_duckdb
 
 _BATCH = 50_000
 _SQLITE_TYPES = {"BOOLEAN": "INTEGER", "TINYINT": "INTEGER", "SMALLINT": "INTEGER", "INTEGER": "INTEGER",
@@ -48,9 +49,8 @@ def export_schema(warehouse: Path, schema: str, duckdb_path: Path, sqlite_path: 
             raise FileExistsError(f"{path} exists; database files of a build are written once")
     # The export file is the writable main database; the warehouse is attached read-only under its own
     # catalog name (its views refer to it by that name).
-    con = duckdb.connect(str(duckdb_path))
+    con = open_duckdb(str(duckdb_path))
     try:
-        con.execute("set enable_progress_bar = false")
         source = warehouse.stem
         con.execute(f"attach '{warehouse}' as \"{source}\" (read_only)")
         present = schema_tables(con, source, schema)
@@ -83,7 +83,7 @@ def export_parquet(warehouse: Path, relation: str, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         raise FileExistsError(f"{path} exists; files of a build are written once")
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = open_duckdb(str(warehouse), read_only=True)
     try:
         rows = con.execute(f"select count(*) from {relation}").fetchone()[0]
         target = str(path).replace("'", "''")

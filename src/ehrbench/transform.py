@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ehrbench.errors import TransformError
+from ehrbench.warehouse import open_duckdb
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 
@@ -147,8 +148,7 @@ def _failing_column_checks(warehouse: Path, result) -> str | None:
     if str(result.status) not in ("fail", "warn") or not getattr(node, "test_metadata", None) \
             or node.test_metadata.name != "column_checks" or not node.compiled_code:
         return None
-    import duckdb
 
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with open_duckdb(str(warehouse), read_only=True) as con:
         rows = con.execute(node.compiled_code).fetchall()
     return ", ".join(f"{test} on {column}: {failing}" for test, column, failing in rows)

@@ -60,6 +60,14 @@ def holds_build_lock(lock_path: Path) -> bool:
         return False
 
 
+def open_duckdb(database: Path | str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that never draws its progress bar: on a query slower than 2 s it would write the bar to
+    the process's stdout, which is the CLI's answer (the published folder) and a flow's output."""
+    con = duckdb.connect(str(database), read_only=read_only)
+    con.execute("set enable_progress_bar = false")  # a connection's own setting: not settable in `config`
+    return con
+
+
 @contextmanager
 def connect(path: Path, *, read_only: bool = False):
     """Open the warehouse; a writer held by another process becomes BuildInProgressError."""
@@ -67,13 +75,12 @@ def connect(path: Path, *, read_only: bool = False):
         raise MissingInputError(f"{path}: no warehouse yet; run a build first")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = open_duckdb(path, read_only=read_only)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise BuildInProgressError(f"build in progress: {path} is open for writing by another process "
                                        f"({str(exc).splitlines()[0]})") from None
         raise
-    con.execute("set enable_progress_bar = false")  # it would write to the flow's stdout
     try:
         yield con
     finally:

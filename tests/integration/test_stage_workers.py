@@ -37,7 +37,9 @@ def meets(folder: Path, mine: str, theirs: str, linger_s: float = 0.0) -> dict:
 
 @flow(name="toy-stage-after")
 def after_the_others(folder: Path) -> dict:
-    return {"pid": os.getpid(), "started": time.time(), "saw": sorted(p.name for p in folder.iterdir())}
+    started = time.time()
+    os.write(1, f"stage output {os.getpid()}\n".encode())  # as native code prints: straight to the process's stdout
+    return {"pid": os.getpid(), "started": started, "saw": sorted(p.name for p in folder.iterdir())}
 
 
 @flow(name="toy-stage-fails")
@@ -83,8 +85,9 @@ def run_log():
         logger.removeHandler(handler)
 
 
-def test_stages_run_at_once_in_other_processes_in_order_and_log_here(prefect_api_url, tmp_path, run_log):
+def test_stages_run_at_once_in_other_processes_in_order_and_log_here(prefect_api_url, tmp_path, run_log, capfd):
     results, ended = run_stages(tmp_path, failing=False)
+    out, err = capfd.readouterr()
 
     a, b, c, d = (results[name] for name in "abcd")
     assert len({a["pid"], b["pid"], os.getpid()}) == 3  # a and b met: two worker processes, not this one
@@ -93,6 +96,8 @@ def test_stages_run_at_once_in_other_processes_in_order_and_log_here(prefect_api
     assert all(outcome.timing.seconds >= 0 and seconds >= outcome.timing.seconds for _, outcome, seconds in ended)
     messages = [r.getMessage() for r in run_log if r.levelno == logging.WARNING]
     assert "stage a met b" in messages and "stage b met a" in messages  # logged in workers, handled here
+    for pid in (c["pid"], d["pid"]):  # stdout is the CLI's answer: what a worker prints goes to stderr
+        assert f"stage output {pid}" in err and f"stage output {pid}" not in out
 
 
 def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_not_run(prefect_api_url, tmp_path):

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-import duckdb
-
 from ehrbench.evaluation.results import load_trials
 from ehrbench.metrics import (
     Outcome,
@@ -33,6 +31,7 @@ from ehrbench.metrics import (
     success_rate_over_tasks,
 )
 from ehrbench.metrics.retrieval import published_mean
+from ehrbench.warehouse import open_duckdb
 
 QUESTION_SUITES = ("ehrsql", "chatqa", "fhir")
 # per suite, the metrics a reader looks for first, before cost and latency (others: success_rate); ehrsql's is the
@@ -43,7 +42,7 @@ KEY_METRICS = {"ehrsql": ("RS(10)",), "dq": ("success_rate", "dq_recall", "dq_pr
 def read_trials(run_folder: Path) -> list[dict]:
     """The run's trials, one row per (agent, suite, task, trial): `load_trials`'s (a re-run's row, not the error it
     replaced). A part older than retrieved_fhir_ids reads it as null: see _retrieval."""
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         load_trials(con, run_folder)
         cursor = con.execute(
             "select agent, suite, task_id, trial, status, coalesce(reward, 0) as reward, correct, is_answerable, "

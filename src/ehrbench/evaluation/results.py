@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from ehrbench.errors import ConfigError, MissingInputError, ResultPartError
 from ehrbench.tasksets.model import taskset_of
+from ehrbench.warehouse import open_duckdb
 
 log = logging.getLogger(__name__)
 
@@ -130,14 +131,14 @@ class ResultStore:
 
     def builds(self) -> set[str]:
         """The builds this run's trials were made on (one, unless something went wrong)."""
-        with duckdb.connect() as con:
+        with open_duckdb() as con:
             self._load_trials(con)
             rows = con.execute("select distinct build_id from trials").fetchall()
         return {build for (build,) in rows}
 
     def completed(self) -> set[tuple[str, str, str, int]]:
         """(agent, suite, task id, trial) of the trials that completed in earlier batches of this run."""
-        with duckdb.connect() as con:
+        with open_duckdb() as con:
             self._load_trials(con)
             rows = con.execute(f"select {', '.join(TRIAL_KEY)} from trials where status = 'completed'").fetchall()
         return {(agent, suite, task, int(trial)) for agent, suite, task, trial in rows}

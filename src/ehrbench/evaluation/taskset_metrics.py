@@ -11,17 +11,17 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 
 from ehrbench.evaluation import report
 from ehrbench.evaluation.results import load_trials
+from ehrbench.warehouse import open_duckdb
 
 
 def metric_table_by_taskset(run_folder: Path) -> list[dict]:
     """`metric_table`'s rows (its errors too), one per (agent, suite, task set) when the run evaluated task sets."""
     table = report.metric_table(run_folder)
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         load_trials(con, run_folder)
         groups = [name for (name,) in con.execute(
             "select distinct taskset from trials order by taskset nulls first").fetchall()]

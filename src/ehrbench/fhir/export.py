@@ -18,6 +18,7 @@ import duckdb
 from ehrbench.errors import MissingInputError
 from ehrbench.fhir.validation import ValidationReport, validate_resources
 from ehrbench.layout import BuildLayout
+from ehrbench.warehouse import open_duckdb
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,8 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
     database = build.fhir_view_resources(view.folder)
     if database.exists():
         raise FileExistsError(f"{database} exists; files of a build are written once")
-    con = duckdb.connect(str(database))
+    con = open_duckdb(str(database))
     try:
-        con.execute("set enable_progress_bar = false")
         con.execute(f"attach '{warehouse}' as \"{warehouse.stem}\" (read_only)")
         relations = fhir_relations(con, warehouse.stem, view.schema)
         union = " union all ".join(

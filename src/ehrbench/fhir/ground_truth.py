@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ehrbench.ehrsql import prepare_gold_sql
 from ehrbench.fhir.evidence import UnsupportedQuery, evidence_queries, projected_columns
 from ehrbench.fhir.ids import RESOURCE_TYPES, key_from_fields, resource_id
+from ehrbench.warehouse import open_duckdb
 
 # The resource (id namespace) each patient-data row of the EHRSQL MIMIC-IV schema becomes. Transfers live in the
 # hospital Encounter's location list; microbiology rows depend on what the question reads (_micro_namespaces).
@@ -169,7 +169,7 @@ def _source_keys(lineage: Path, rows: set[tuple[str, int]]) -> dict[tuple[str, i
         return {}
     tables, row_ids = zip(*rows, strict=True)
     wanted = pa.table({"table_name": pa.array(tables, pa.string()), "row_id": pa.array(row_ids, pa.int64())})
-    con = duckdb.connect()
+    con = open_duckdb()
     try:
         con.register("wanted", wanted)
         return {(t, r): k for t, r, k in con.execute(
@@ -183,7 +183,7 @@ def present_resources(resources: Path, ids: set[str]) -> set[str]:
     """The ids among `ids` that a view's resources.duckdb holds."""
     if not ids:
         return set()
-    con = duckdb.connect(str(resources), read_only=True)
+    con = open_duckdb(str(resources), read_only=True)
     try:
         con.register("wanted", pa.table({"id": pa.array(sorted(ids), pa.string())}))
         return {i for (i,) in con.execute("select id from resources semi join wanted using (id)").fetchall()}

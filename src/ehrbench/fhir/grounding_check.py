@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import sqlglot
 from sqlglot import exp
 
 from ehrbench.ehrsql import format_answer, prepare_gold_sql
 from ehrbench.fhir.ground_truth import Grounding
+from ehrbench.warehouse import open_duckdb
 
 # (table, column) of the EHRSQL MIMIC-IV schema -> the element of its resource holding the same value, as paths of
 # keys and list indexes (the first present one counts). A dictionary column (an item's label, a code's title) is
@@ -131,7 +131,7 @@ def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str],
         candidates = sorted(random.Random(seed).sample(candidates, limit), key=lambda g: g.question_id)
     result = CheckResult()
     sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    with duckdb.connect(str(resources), read_only=True) as con:  # every resource needed, in one scan (not one each)
+    with open_duckdb(str(resources), read_only=True) as con:  # every resource needed, in one scan (not one each)
         texts = dict(con.execute("select id, resource::varchar from resources where id in (select unnest(?))",
                                  [sorted({i for g in candidates for i in g.resource_ids})]).fetchall())
     try:

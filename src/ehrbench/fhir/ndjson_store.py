@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from ehrbench.errors import ConfigError
+from ehrbench.warehouse import open_duckdb
 
 PATTERNS = ("*.ndjson", "*.ndjson.gz")
 
@@ -28,7 +29,7 @@ def load_ndjson(folder: Path, database: Path) -> dict[str, int]:
     files = ndjson_files(folder)
     if database.exists():
         raise FileExistsError(f"{database} exists")
-    with duckdb.connect(str(database)) as con:
+    with open_duckdb(str(database)) as con:
         con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
                     "source_table varchar, source_key json, resource json)")
         for file in files:

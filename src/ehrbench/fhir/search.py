@@ -24,6 +24,7 @@ from ehrbench.fhir.search_params import (
     SearchTimeout,
     shown_value,
 )
+from ehrbench.warehouse import open_duckdb
 
 _CODING = [{"system": "VARCHAR", "code": "VARCHAR"}]
 
@@ -103,9 +104,8 @@ class SearchIndex:
 
     def __init__(self, resources_db: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S):
         self.timeout_s = timeout_s
-        self._con = duckdb.connect(":memory:")
+        self._con = open_duckdb(":memory:")
         self._lock = threading.Lock()  # cursor() on a shared connection is not documented as thread-safe
-        self._con.execute("set enable_progress_bar = false")
         path = str(resources_db).replace("'", "''")
         self._con.execute(f"attach '{path}' as src (read_only)")  # the build's file is never written
         self._con.execute(_MACROS)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import duckdb
 import meds
 import yaml
 
@@ -33,6 +32,7 @@ from ehrbench.meds.export import write_checked
 from ehrbench.seeding import keyed_rng
 from ehrbench.sources.ingest import META_SCHEMA
 from ehrbench.sources.releases import raw_schema
+from ehrbench.warehouse import open_duckdb
 
 FAMILY = "meds_conversion"
 DEFAULT_EVENT_CONFIG = Path(__file__).parent / "data" / "mimic_iv_event_config.yaml"
@@ -152,7 +152,7 @@ def plan_conversion_tasks(subject_ids: list[int], count: int, seed: int, availab
 def ingested_mimic_iv(warehouse: Path) -> tuple[dict[str, Path], list[int]]:
     """The raw MIMIC-IV files the build ingested and verified (table, e.g. hosp/admissions → its csv.gz; ingest's
     record) and the subjects of its patients table."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with open_duckdb(str(warehouse), read_only=True) as con:
         files = con.execute(f"select path from {META_SCHEMA}.loaded_files where schema_name = ?",
                             [raw_schema("mimic_iv")]).fetchall()
         subjects = [s for (s,) in con.execute(f"select subject_id from {raw_schema('mimic_iv')}.patients "
@@ -184,7 +184,7 @@ def write_conversion_task(plan: ConversionTaskPlan, sources: Mapping[str, Path],
     (task.workspace / "event_config.yaml").write_text(
         yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=200), encoding="utf-8")
     data = task.workspace / "data"
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.execute("create temp table task_subjects (subject_id varchar)")
         con.executemany("insert into task_subjects values (?)", [[str(s)] for s in plan.subjects])
         for table in plan.tables:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import meds
 import numpy as np
 import pyarrow as pa
@@ -24,6 +23,7 @@ from ehrbench.errors import ValidationError
 from ehrbench.layout import WorkspaceTaskLayout
 from ehrbench.meds.export import check_table
 from ehrbench.tasks import Verdict
+from ehrbench.warehouse import open_duckdb
 
 OUTPUT_DIR = "meds"  # the instruction asks for <workspace>/meds/data/*.parquet
 CORE_COLUMNS = ("subject_id", "time", "code", "numeric_value", "text_value")
@@ -38,7 +38,7 @@ _LINE = ("to_json(struct_pack(s := subject_id, t := strftime(time, '%Y-%m-%dT%H:
 
 def summarise_events(events: Path | pa.Table) -> dict:
     """Events, subjects, per-prefix counts and the content hash of MEDS events (a parquet file or a table)."""
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.register("events", pq.read_table(events, columns=list(CORE_COLUMNS)) if isinstance(events, Path)
                      else events.select(list(CORE_COLUMNS)))
         count, subjects = con.execute("select count(*), count(distinct subject_id) from events").fetchone()
@@ -130,7 +130,7 @@ def verify_conversion(task_dir: Path, workspace: Path) -> Verdict:
     if events is None:
         return Verdict(False, 0.0, {**metrics, "schema_ok": False}, problem)
     found = summarise_events(events)
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.register("agent", events)
         con.register("gold", read_gold_events(task))
         differing = dict(con.execute(

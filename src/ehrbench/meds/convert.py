@@ -21,6 +21,7 @@ import pyarrow as pa
 from ehrbench.errors import MissingInputError
 from ehrbench.meds.event_config import EventConfig, compile_events, load_event_config
 from ehrbench.meds.export import EVENT_ORDER, write_checked
+from ehrbench.warehouse import open_duckdb
 
 CORE_COLUMNS = ("subject_id", "time", "code", "numeric_value", "text_value")  # MEDS DataSchema's own columns
 
@@ -44,7 +45,7 @@ def convert(config: EventConfig, relation: Callable[[str], str], con: duckdb.Duc
             columns: Sequence[str] = CORE_COLUMNS) -> pa.Table:
     """The events of `config` over `relation`'s tables, in MEDS order (subject, time with static events first)."""
     own = con is None
-    con = con or duckdb.connect()
+    con = con or open_duckdb()
     try:
         return con.execute(f"select {', '.join(columns)} from ({compile_events(config, relation)}) as events "
                            f"order by {EVENT_ORDER}").to_arrow_table()

@@ -20,7 +20,6 @@ from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 
-import duckdb
 import meds
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,6 +27,7 @@ from flexible_schema.exceptions import SchemaValidationError, TableValidationErr
 
 from ehrbench.errors import ValidationError
 from ehrbench.layout import BuildLayout, write_once
+from ehrbench.warehouse import open_duckdb
 
 # each dataset's dbt schema (models/meds/<source>/) and its events model; the codes and splits are the schema's
 TIMELINES = {"raw": ("meds__mimic_iv", "raw_events"), "shifted": ("meds__mimic_iv", "shifted_events"),
@@ -63,7 +63,7 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
     root = BuildLayout(build_dir).meds(timeline)
     schema, events = TIMELINES[timeline]
     events_table = f"{schema}.{events}"
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = open_duckdb(str(warehouse), read_only=True)
     try:
         missing = con.execute(f"select count(distinct code) from {events_table} where code not in "
                               f"(select code from {schema}.codes)").fetchone()[0]

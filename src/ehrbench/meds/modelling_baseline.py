@@ -6,9 +6,10 @@ EHRSHOT's grid does. Scored by the test AUROC, the gate an agent must reach."""
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
+
+from ehrbench.warehouse import open_duckdb
 
 MAX_CODES = 2_000
 PARAMETERS = {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15, "min_samples_leaf": 2,
@@ -23,7 +24,7 @@ BASELINE = {"model": "sklearn HistGradientBoostingClassifier", "parameters": PAR
 def count_features(events: pa.Table, rows: pa.Table, codes: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """One row per label row: age in years at its prediction time, then the count of each of `codes` (default: the
     MAX_CODES most frequent among these rows' events) at or before it."""
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.register("events", events)
         con.register("label_rows", rows.select(["subject_id", "prediction_time"])
                      .append_column("row_index", pa.array(range(rows.num_rows), pa.int64())))

@@ -23,7 +23,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import meds
 import numpy as np
 import pyarrow as pa
@@ -35,6 +34,7 @@ from ehrbench.layout import WorkspaceTaskLayout
 from ehrbench.meds.export import write_checked
 from ehrbench.meds.modelling_baseline import BASELINE, train_and_score
 from ehrbench.seeding import keyed_rng
+from ehrbench.warehouse import open_duckdb
 
 FAMILY = "event_modelling"
 INSTRUCTION_TEMPLATE = Path(__file__).parent / "data" / "modelling_instruction.md"
@@ -110,7 +110,7 @@ class Split:
 def split_subjects(labels: pa.Table, seed: int, key: str) -> Split | None:
     """A seeded subject split, stratified by whether a subject has a positive row; None when either side would have
     fewer than MIN_POSITIVE_SUBJECTS positive subjects."""
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.register("labels", labels)
         subjects = con.execute("select subject_id, bool_or(boolean_value) from labels group by 1 order by 1"
                                ).fetchall()
@@ -125,7 +125,7 @@ def split_subjects(labels: pa.Table, seed: int, key: str) -> Split | None:
     test = {s for s, _ in subjects} - train
     if min(len(positives & train), len(positives & test)) < MIN_POSITIVE_SUBJECTS:
         return None
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.register("labels", labels)
         con.register("train_subjects", pa.table({"subject_id": sorted(train)}))
         con.register("test_subjects", pa.table({"subject_id": sorted(test)}))
@@ -144,7 +144,7 @@ def write_modelling_tasks(meds_root: Path, tasks_dir: Path, seed: int, count: in
     written = []
     with tempfile.TemporaryDirectory(prefix="ehrbench-aces-") as scratch:
         events = Path(scratch) / "events.parquet"  # one file for ACES (it reads a file, not shards)
-        with duckdb.connect() as con:
+        with open_duckdb() as con:
             con.execute(f"copy (select * from read_parquet('{data}/*.parquet') order by subject_id, time nulls first)"
                         f" to '{events}' (format parquet)")
         for target in TARGETS:
@@ -168,7 +168,7 @@ def write_modelling_task(target: Target, split: Split, events: Path, meds_root: 
     write_checked(workspace / "labels" / "train.parquet", meds.LabelSchema, split.train)
     test_rows = split.test.select(["subject_id", "prediction_time"])
     pq.write_table(test_rows, workspace / "labels" / "test.parquet")
-    with duckdb.connect() as con:
+    with open_duckdb() as con:
         con.execute(f"create view events as select subject_id, time, code, numeric_value, text_value "
                     f"from read_parquet('{events}')")
         con.register("train_rows", split.train)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ehrbench.errors import ConfigError
 from ehrbench.noteqa.published import LETTERS, MAX_NOTES, note_with_header
+from ehrbench.warehouse import open_duckdb
 
 
 class NoteQuestion(BaseModel):
@@ -98,9 +99,8 @@ def read_discharge_notes(path: Path, subject_ids: set[int]) -> dict[int, list[Di
     if not path.is_file():
         raise ConfigError(f"{path}: not found; expected MIMIC-IV-Note's note/discharge.csv.gz")
     columns = ("note_id", "subject_id", "hadm_id", "note_seq", "charttime", "text")
-    con = duckdb.connect()
+    con = open_duckdb()
     try:
-        con.execute("set enable_progress_bar = false")
         header = [name for (name, *_) in con.execute(
             "describe select * from read_csv(?, header = true, all_varchar = true)", [str(path)]).fetchall()]
         missing = [name for name in columns if name not in header]

@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -34,6 +33,7 @@ from ehrbench.noteqa.records import DischargeNote, by_patient
 from ehrbench.noteqa.text import options_distinct
 from ehrbench.seeding import keyed_rng
 from ehrbench.settings import NotesSource
+from ehrbench.warehouse import open_duckdb
 
 NOTES_DATABASE = "mimic_iv"  # the notes are MIMIC-IV's (the suite's `db`)
 # where each source's notes are built (dbt models/notes/<folder>/, built by the noteqa stage): schema and selector
@@ -65,7 +65,7 @@ def read_notes(warehouse: Path, source: NotesSource) -> dict[int, list[Discharge
     """The discharge summaries the suite can ask over, per patient in charttime order (ties: note_seq, note_id): the
     synthetic ones (dbt model notes__mimic_iv__discharge) or MIMIC-IV-Note's of the build's patients, in the shifted
     databases' times (notes__mimic_iv_note__discharge)."""
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = open_duckdb(str(warehouse), read_only=True)
     try:
         rows = con.execute(f"""
             select note_id, subject_id, hadm_id, note_seq, strftime(charttime, '%Y-%m-%d %H:%M:%S'), text
@@ -77,7 +77,7 @@ def read_notes(warehouse: Path, source: NotesSource) -> dict[int, list[Discharge
 
 def read_synthetic_notes(warehouse: Path) -> tuple[list[AdmissionFacts], dict[int, list[DischargeNote]]]:
     """The admissions' facts (int_notes__mimic_iv__admission_facts) and the synthetic discharge summaries."""
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = open_duckdb(str(warehouse), read_only=True)
     try:
         facts = [AdmissionFacts(*row) for row in con.execute("""
             select subject_id, hadm_id, note_seq, dischtime, length_of_stay_days, principal_diagnosis,

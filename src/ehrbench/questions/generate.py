@@ -28,6 +28,7 @@ from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
 from ehrbench.questions.instantiate import Instance, InstantiationError, instantiate
 from ehrbench.questions.templates import Template
 from ehrbench.seeding import keyed_rng
+from ehrbench.warehouse import open_duckdb
 
 
 def current_time_sentence(current_time: str) -> str:
@@ -127,8 +128,7 @@ class _Connections:
     cursors share one in-memory database, where the candidate tables live."""
 
     def __init__(self, duckdb_path: Path, sqlite_path: Path):
-        self.main = duckdb.connect(":memory:")
-        self.main.execute("set enable_progress_bar = false")
+        self.main = open_duckdb(":memory:")
         self.main.execute(f"attach '{duckdb_path}' as agent (read_only)")
         self._sqlite_path = sqlite_path
         self._local = threading.local()

@@ -29,6 +29,7 @@ from ehrbench.reports.model import (
     TrialDetail,
 )
 from ehrbench.tasks import SUITES
+from ehrbench.warehouse import open_duckdb
 
 RUN_TIME = re.compile(r"\d{8}T\d{6}Z$")  # the UTC time evaluate-agents appends to a run prefix
 MAX_TREND_RUNS = 30
@@ -46,7 +47,7 @@ def newest_run(results_root: Path) -> str:
 
 def open_run(run_folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the run's trials as the table `trials`."""
-    con = duckdb.connect()
+    con = open_duckdb()
     _use_run(con, run_folder)
     return con
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 
 from ehrbench.ehrsql.scoring import format_answer
@@ -43,6 +42,7 @@ from ehrbench.tasksets.model import (
 from ehrbench.tasksets.reading import source_file, unique
 from ehrbench.tasksets.registry import format_named
 from ehrbench.tasksets.store import write_taskset
+from ehrbench.warehouse import open_duckdb
 
 
 @dataclass
@@ -159,7 +159,7 @@ def _fhir_id_coverage(resources: Path, tasks: Sequence[ImportedTask]) -> dict[st
     """Per resource type, the distinct gold ids of the tasks and how many of them the FHIR view holds."""
     pairs = sorted({pair for task in tasks  # a format that gives no types: ids of any type
                     for pair in zip(task.fhir_types or ("any type",) * len(task.fhir_ids), task.fhir_ids, strict=True)})
-    with duckdb.connect(str(resources), read_only=True) as con:
+    with open_duckdb(str(resources), read_only=True) as con:
         # joined on the id alone (a hash join; an OR in the join condition made it a nested loop: 16 s on 500k)
         counts = con.execute(
             "select wanted.resource_type, count(*), count(*) filter (where r.resource_type = wanted.resource_type "

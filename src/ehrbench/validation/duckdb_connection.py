@@ -13,6 +13,8 @@ from pathlib import Path
 import duckdb
 from duckdb_engine import ConnectionWrapper, CursorWrapper
 
+from ehrbench.warehouse import open_duckdb
+
 
 class _BufferedCursor(CursorWrapper):
     def __init__(self, con: duckdb.DuckDBPyConnection, wrapper: ConnectionWrapper) -> None:
@@ -66,7 +68,7 @@ class ReadOnlyConnections:
         self._opened: list[duckdb.DuckDBPyConnection] = []
 
     def __call__(self) -> _BufferedConnection:
-        con = duckdb.connect(str(self._path), read_only=True)
+        con = open_duckdb(str(self._path), read_only=True)
         con.execute(f"set schema = '{self._schema}'")
         self._opened.append(con)
         return _BufferedConnection(con)

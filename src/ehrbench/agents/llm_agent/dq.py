@@ -10,14 +10,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import duckdb
-
 from ehrbench.agents.llm_agent.core import LlmAgent, base_answer, prompt
 from ehrbench.agents.react import Finisher
 from ehrbench.agents.sandbox import SqlError, SqlSandbox
 from ehrbench.agents.tools.shell import ShellTools
 from ehrbench.llm.tool_chat import ToolCall, ToolSpec
 from ehrbench.tasks import AgentAnswer, TaskView
+from ehrbench.warehouse import open_duckdb
 from ehrbench.workspace.verify import audit_submission, write_audit_workspace
 
 SUITE = "dq"
@@ -76,7 +75,7 @@ def run_in_terminal(agent: LlmAgent, view: TaskView) -> AgentAnswer:
 
 def load_audit_tables(data_dir: Path, database: Path) -> Path:
     """The task's CSV tables in a scratch DuckDB file (`_row_id` and every column read as text, as written)."""
-    with duckdb.connect(str(database)) as con:
+    with open_duckdb(str(database)) as con:
         for path in sorted(data_dir.glob("*.csv.gz")):
             table = path.name.removesuffix(".csv.gz")
             con.execute(f'create table "{table}" as select * from read_csv(?, header = true, all_varchar = true)',

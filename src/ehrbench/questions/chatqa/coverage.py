@@ -7,10 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
-
 from ehrbench.questions.chatqa.lay_terms import LAY_KINDS, LayTerms
 from ehrbench.questions.chatqa.stored_values import DICTIONARY_VALUES, USED_VALUES
+from ehrbench.warehouse import open_duckdb
 
 
 @dataclass
@@ -36,7 +35,7 @@ def demo_coverage(lay_terms: LayTerms, databases: Mapping[str, Path]) -> Coverag
     known: dict[str, set[str]] = {kind: set() for kind in LAY_KINDS}
     used_by_db: dict[str, dict[str, set[str]]] = {}
     for database, path in databases.items():
-        con = duckdb.connect(str(path), read_only=True)
+        con = open_duckdb(str(path), read_only=True)
         try:
             values = {kind: {row[0] for row in con.execute(sql).fetchall() if row[0] is not None}
                       for kind, sql in USED_VALUES[database].items()}

@@ -18,6 +18,7 @@ from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, TIMEOUT_S
 from ehrbench.questions.generate import QueryTimeout, plain_cell, run_duckdb, run_sqlite
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.renaming import TABLE_NAME_COLUMNS, SchemaRename, rename_sql
+from ehrbench.warehouse import open_duckdb
 
 
 class _RenamedDatabase:
@@ -30,8 +31,8 @@ class _RenamedDatabase:
             for column in TABLE_NAME_COLUMNS.get(database, ()) if rename.has_table(column[0])}
         renamed_duckdb, renamed_sqlite = BenchmarkDatabase(RENAMED_PROFILE, database).files(build_dir)
         compat_duckdb, _ = PROFILE_OF[database].benchmark.files(build_dir)
-        self.duckdb = duckdb.connect(str(renamed_duckdb), read_only=True)
-        self.compat = duckdb.connect(str(compat_duckdb), read_only=True)
+        self.duckdb = open_duckdb(str(renamed_duckdb), read_only=True)
+        self.compat = open_duckdb(str(compat_duckdb), read_only=True)
         self.sqlite = sqlite3.connect(f"file:{renamed_sqlite}?mode=ro", uri=True)
         self._values: dict[str, set[str]] = {}
 
