@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -23,6 +24,37 @@ def _wait_for(path: Path) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{path} did not appear: the other stage is not running at the same time")
         time.sleep(0.05)
+
+
+class _CapturedFds:
+    """What this process and the workers it starts write to file descriptors 1 and 2 (a module fixture cannot use
+    pytest's capfd)."""
+
+    def __enter__(self):
+        import tempfile
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._files = [tempfile.TemporaryFile(), tempfile.TemporaryFile()]
+        self._saved = [os.dup(1), os.dup(2)]
+        for fd, file in zip((1, 2), self._files, strict=True):
+            os.dup2(file.fileno(), fd)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, saved in zip((1, 2), self._saved, strict=True):
+            os.dup2(saved, fd)
+            os.close(saved)
+        self.out, self.err = (self._read(file) for file in self._files)
+
+    @staticmethod
+    def _read(file) -> str:
+        file.seek(0)
+        text = file.read().decode(errors="replace")
+        file.close()
+        return text
 
 
 @flow(name="toy-stage-meets")
@@ -48,24 +80,36 @@ def fails(message: str) -> None:
 
 
 @flow(name="toy-parent")
-def run_stages(folder: Path, failing: bool) -> tuple[dict, list]:
+def run_stages(folder: Path) -> tuple[BaseException | None, dict]:
+    """a and b meet (b stays 3 s longer); c comes after a, d has no stage before it, broken fails, e comes after
+    broken. Returns what run() raised and each stage's outcome (or error) as reported when it ended."""
     from flows.stage_workers import stage_workers
 
-    ended: list = []
-    with stage_workers(on_done=lambda name, outcome, seconds: ended.append((name, outcome, seconds)),
+    ended: dict = {}
+    with stage_workers(on_done=lambda name, outcome, seconds: ended.update({name: (outcome, seconds)}),
                        max_workers=2) as workers:
         workers.add("a", meets, folder=folder, mine="a", theirs="b")
-        workers.add("b", meets, folder=folder, mine="b", theirs="a", linger_s=0 if failing else 3)
-        if failing:
-            workers.add("broken", fails, message="stage broke")
-            workers.add("c", after_the_others, after=("broken",), folder=folder)
-        else:  # a ends first: c (after a) goes to its worker before d (added after c, waiting since the start)
-            workers.add("c", after_the_others, after=("a",), folder=folder)
-            workers.add("d", after_the_others, folder=folder)
+        workers.add("b", meets, folder=folder, mine="b", theirs="a", linger_s=3)
+        workers.add("c", after_the_others, after=("a",), folder=folder)
+        workers.add("d", after_the_others, folder=folder)
+        workers.add("broken", fails, message="stage broke")
+        workers.add("e", after_the_others, after=("broken",), folder=folder)
         try:
-            return workers.run(), ended
+            workers.run()
         except Exception as exc:
-            return {"raised": exc}, ended
+            return exc, ended
+    return None, ended
+
+
+@pytest.fixture(scope="module")
+def stages_run(prefect_api_url, tmp_path_factory, run_log):
+    """One run of the toy stages for the tests here (a process pool per run is seconds of a busy machine)."""
+    folder = tmp_path_factory.mktemp("stages")
+    capture = _CapturedFds()
+    with capture:
+        raised, ended = run_stages(folder)
+    return {"raised": raised, "ended": ended, "folder": folder, "out": capture.out, "err": capture.err,
+            "log": list(run_log)}
 
 
 @pytest.fixture(scope="module")
@@ -85,34 +129,30 @@ def run_log():
         logger.removeHandler(handler)
 
 
-def test_stages_run_at_once_in_other_processes_in_order_and_log_here(prefect_api_url, tmp_path, run_log, capfd):
-    results, ended = run_stages(tmp_path, failing=False)
-    out, err = capfd.readouterr()
-
-    a, b, c, d = (results[name] for name in "abcd")
+def test_stages_run_at_once_in_other_processes_in_order_and_log_here(stages_run):
+    ended = stages_run["ended"]
+    a, b, c, d = (ended[name][0].result for name in "abcd")
     assert len({a["pid"], b["pid"], os.getpid()}) == 3  # a and b met: two worker processes, not this one
+    # a ends first: c (after a) goes to its worker before d, which was added after c and waited since the start
     assert a["ended"] <= c["started"] < d["started"] and c["saw"] == ["a", "b"]
-    assert sorted(name for name, _, _ in ended) == ["a", "b", "c", "d"]
-    assert all(outcome.timing.seconds >= 0 and seconds >= outcome.timing.seconds for _, outcome, seconds in ended)
-    messages = [r.getMessage() for r in run_log if r.levelno == logging.WARNING]
+    assert all(outcome.timing.seconds >= 0 and seconds >= outcome.timing.seconds
+               for outcome, seconds in (ended[name] for name in "abcd"))
+    messages = [r.getMessage() for r in stages_run["log"] if r.levelno == logging.WARNING]
     assert "stage a met b" in messages and "stage b met a" in messages  # logged in workers, handled here
     for pid in (c["pid"], d["pid"]):  # stdout is the CLI's answer: what a worker prints goes to stderr
-        assert f"stage output {pid}" in err and f"stage output {pid}" not in out
+        assert f"stage output {pid}" in stages_run["err"] and f"stage output {pid}" not in stages_run["out"]
 
 
-def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_not_run(prefect_api_url, tmp_path):
+def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_not_run(stages_run):
     from flows.stage_workers import StageNotRun
 
-    results, ended = run_stages(tmp_path, failing=True)
-
-    assert isinstance(results["raised"], ValueError) and str(results["raised"]) == "stage broke"
-    outcomes = {name: outcome for name, outcome, _ in ended}
-    assert set(outcomes) == {"a", "b", "broken", "c"}  # every stage ended before the error was raised
-    assert outcomes["a"].result["pid"] != outcomes["b"].result["pid"]
-    assert isinstance(outcomes["broken"], ValueError)
-    assert isinstance(outcomes["c"], StageNotRun) and str(outcomes["c"]) == "broken failed"
-    assert not (tmp_path / "c").exists()
-
+    raised, ended = stages_run["raised"], stages_run["ended"]
+    assert isinstance(raised, ValueError) and str(raised) == "stage broke"
+    assert set(ended) == {"a", "b", "c", "d", "broken", "e"}  # every stage ended before the error was raised
+    assert isinstance(ended["broken"][0], ValueError)
+    assert isinstance(ended["e"][0], StageNotRun) and str(ended["e"][0]) == "broken failed"
+    assert f"stage output {ended['d'][0].result['pid']}" in stages_run["err"]  # d ran; e did not
+    assert stages_run["err"].count("stage output") == 2
 
 
 def test_the_pool_has_prefects_size_else_one_worker_per_core(prefect_api_url):
