@@ -36,6 +36,11 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_CLIENT_MAX_RETRIES ?= 8
 export PREFECT_CLIENT_RETRY_EXTRA_CODES ?= 504
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
+# Every Prefect server started from here (make server, the tests' and bench scripts' temporary ones) records task runs
+# in batches: why and the values in src/ehrbench/stack/prefect_server.py (a test keeps the two the same).
+export PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE ?= 200
+export PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_READ_BATCH_SIZE ?= 200
+export PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL ?= 1
 export PREFECT_HOME := $(DATA_DIR)/prefect
 export PREFECT_PROFILES_PATH := $(PREFECT_HOME)/profiles.toml
 export EHRBENCH_DATA_DIR := $(DATA_DIR)

@@ -108,9 +108,9 @@ def spread(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR",
-                                                                  SHARED / "mimic-iv-demo-2.2"))
-    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR", SHARED / "eicu-demo-2.0.1"))
+    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR")
+                        or SHARED / "mimic-iv-demo-2.2")
+    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR") or SHARED / "eicu-demo-2.0.1")
     parser.add_argument("--runs", type=int, default=3, help="whole builds through the CLI (median and range)")
     options = parser.parse_args()
     env_note = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"

@@ -1,7 +1,8 @@
 """Evaluation harness throughput: trials per second through the evaluate-agents flow (mapped Prefect tasks, parquet
 parts, metric table) with the oracle agent — only the harness — and with an LLM agent talking to a scripted model
-server with zero latency (tests/gold_policy.py: it follows the gold, so the run must also score 100 %) — the harness
-plus the agent machinery: HTTP calls, tools, sandboxed SQL, the simulated user.
+server with zero latency (tests/gold_policy.py: it follows the gold, so the run must also score 100 %; in a process of
+its own, as a real endpoint is) — the harness plus the agent machinery: HTTP calls, tools, sandboxed SQL, the
+simulated user.
 
     uv run python bench/evaluate.py [--trials 1000] [--agents oracle,llm] [--build latest] [--data-dir DIR]
 
@@ -17,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,14 +43,15 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from ehrbench.stack.prefect_server import use_server_settings
+
+    use_server_settings()  # what every Prefect server of ehrbench's runs with (the harness's reads them)
     import duckdb
     from prefect.testing.utilities import prefect_test_harness
 
     from ehrbench.evaluation.tasks import load_tasks
     from ehrbench.layout import BuildLayout, DataLayout
     from flows.evaluate import evaluate_agents
-    from tests.gold_policy import GoldPolicy
-    from tests.llm_servers import OpenAIServer
 
     build_dir = DataLayout(root=options.data_dir.resolve()).build_folder(options.build).resolve()
     if not BuildLayout(build_dir).manifest.is_file():
@@ -57,13 +62,12 @@ def main() -> None:
     trials_per_task = max(1, round(options.trials / tasks))
     results = {}
     with tempfile.TemporaryDirectory() as scratch, prefect_test_harness(server_startup_timeout=300), \
-            OpenAIServer() as server:
-        server.respond(GoldPolicy(build_dir))
+            scripted_server(build_dir) as server:
         data = Path(scratch)
         (data / "benchmarks").symlink_to(build_dir.parent)
         for agent in options.agents.split(","):
             spec = "oracle" if agent == "oracle" else f"llm:scripted@{server.base_url}"
-            requests_before = len(server.requests)
+            requests_before = server.requests()
             clock, started = time.perf_counter(), time.time()
             folder = evaluate_agents(build=build_dir.name, suites=suites, agents=[spec], trials=trials_per_task,
                                      limit=per_suite, run_id=f"bench-{agent}", data_dir=str(data),
@@ -83,7 +87,7 @@ def main() -> None:
                 "trials_in_flight": round(agent_s / busy, 2) if busy else None, "success_rate": round(success, 4),
                 "idle_before_s": round(first, 2), "idle_between_s": round(max(wall - busy - first - last, 0.0), 2),
                 "idle_after_s": round(last, 2),
-                "model_requests": len(server.requests) - requests_before}
+                "model_requests": server.requests() - requests_before}
             print(f"{agent}: {done} trials in {r['wall_s']} s ({r['trials_per_s']}/s; "
                   f"goal 1,000 in <= {GOAL_S:.0f} s); harness overhead {r['overhead_ms_per_trial']} ms/trial "
                   f"(no trial running: {r['idle_before_s']} s before the first, {r['idle_between_s']} s between "
@@ -93,6 +97,49 @@ def main() -> None:
     results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(f"peak RSS {results['peak_rss_mib']} MiB")
     print(json.dumps(results))
+
+
+class ScriptedEndpoint:
+    """The scripted server's address, and how many requests it has answered (asked over a pipe)."""
+
+    def __init__(self, base_url: str, connection):
+        self.base_url, self._connection = base_url, connection
+
+    def requests(self) -> int:
+        self._connection.send("count")
+        return self._connection.recv()
+
+
+@contextmanager
+def scripted_server(build_dir: Path) -> Iterator[ScriptedEndpoint]:
+    """The scripted model server (tests/gold_policy.py) in a process of its own, as a real endpoint is: in the
+    harness's process its request handling and gold-following took the interpreter from the trials (GIL)."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, args=(str(build_dir), theirs), daemon=True)
+    process.start()
+    try:
+        if not ours.poll(120):
+            raise SystemExit("the scripted model server did not start within 120 s")
+        yield ScriptedEndpoint(ours.recv(), ours)
+    finally:
+        with suppress(BrokenPipeError, EOFError):
+            ours.send("stop")
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+
+
+def _serve(build_dir: str, connection) -> None:
+    sys.path.insert(0, str(REPO))
+    from tests.gold_policy import GoldPolicy
+    from tests.llm_servers import OpenAIServer
+
+    with OpenAIServer() as server:
+        server.respond(GoldPolicy(Path(build_dir)))
+        connection.send(server.base_url)
+        while connection.recv() != "stop":
+            connection.send(len(server.requests))
 
 
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:

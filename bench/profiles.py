@@ -127,9 +127,9 @@ def rounded(figures: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR",
-                                                                  SHARED / "mimic-iv-demo-2.2"))
-    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR", SHARED / "eicu-demo-2.0.1"))
+    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR")
+                        or SHARED / "mimic-iv-demo-2.2")
+    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR") or SHARED / "eicu-demo-2.0.1")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs per step (the median wall is reported)")
     options = parser.parse_args()
 

@@ -262,9 +262,9 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=REPO / "data" / "bench",
                         help="where the per-factor warehouses go (default data/bench/, gitignored)")
     parser.add_argument("--keep", action="store_true", help="keep each factor's warehouse (default: delete it)")
-    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR",
-                                                                  SHARED / "mimic-iv-demo-2.2"))
-    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR", SHARED / "eicu-demo-2.0.1"))
+    parser.add_argument("--mimic-iv-dir", default=os.environ.get("EHRBENCH_MIMIC_IV_DIR")
+                        or SHARED / "mimic-iv-demo-2.2")
+    parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR") or SHARED / "eicu-demo-2.0.1")
     options = parser.parse_args()
     factors = [int(f) for f in options.factors.split(",")]
     if any(f < 1 for f in factors):

@@ -30,6 +30,9 @@ def prefect_api_url():
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
+    from ehrbench.stack.prefect_server import use_server_settings
+
+    use_server_settings()  # the server's settings of every run of ehrbench's (the harness's server reads them)
     with prefect_test_harness(server_startup_timeout=180):
         yield PREFECT_API_URL.value()
 

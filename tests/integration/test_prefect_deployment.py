@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ehrbench.stack.postgres import LocalPostgres, PostgresError, binaries
+from ehrbench.stack.prefect_server import SERVER_SETTINGS
 from tests.browser import chromium_page, screenshot
 from tests.integration.conftest import copy_data_dir
 
@@ -182,7 +183,7 @@ def prefect_stack(tmp_path: Path, postgres_url: str) -> Iterator[dict]:
         server_env = {**_base_env(home), "PREFECT_SERVER_DATABASE_CONNECTION_URL": postgres_url,
                       "PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port),
                       "PREFECT_UI_API_URL": api_url, "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "true",
-                      "PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED": "true"}
+                      "PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED": "true", **SERVER_SETTINGS}
         server = Background("server", ["server", "start", "--host", "127.0.0.1", "--port", str(port)],
                             server_env, tmp_path, logs)
         processes.append(server)

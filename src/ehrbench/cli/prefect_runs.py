@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ehrbench.cli.checks import EXIT_FAILED, fail, first_line
 from ehrbench.errors import EhrbenchError
+from ehrbench.stack.prefect_server import use_server_settings
 
 # Prefect gives its temporary server 20 s to come up; a nightly build beside a test run needed more.
 EPHEMERAL_STARTUP_TIMEOUT_S = 120
@@ -35,6 +36,7 @@ def use_prefect(root: Path, *, verbose: bool = False) -> None:
     # A busy API: Prefect's client retries 429/502/503 (+504) 8 times with backoff (~8 min) instead of 5 (~1 min).
     os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "8")
     os.environ.setdefault("PREFECT_CLIENT_RETRY_EXTRA_CODES", "504")
+    use_server_settings()  # the temporary server's (ehrbench.stack.prefect_server)
     if not verbose:
         os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
 
