@@ -117,6 +117,9 @@ def build_benchmark(
     created_at = datetime.now(UTC)
     stages: dict[str, StageTiming] = {}
 
+    def announce_failed(name: str, seconds: float, exc: BaseException) -> None:
+        announce(stage_line(name, seconds, f"FAILED: {type(exc).__name__}; log: {logs}"), level=logging.ERROR)
+
     @contextmanager
     def stage(name: str):
         """Times a stage and announces it in one line with the counts the stage reports through `done`."""
@@ -124,8 +127,7 @@ def build_benchmark(
         try:
             yield detail.append
         except BaseException as exc:
-            announce(stage_line(name, time.perf_counter() - clock, f"FAILED: {type(exc).__name__}; log: {logs}"),
-                     level=logging.ERROR)
+            announce_failed(name, time.perf_counter() - clock, exc)
             raise
         stages[name] = StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3))
         announce(stage_line(name, stages[name].seconds, "; ".join(detail)))
@@ -136,7 +138,7 @@ def build_benchmark(
             announce(stage_line(name, seconds, f"not run: {outcome}"), level=logging.ERROR)
             return
         if isinstance(outcome, BaseException):
-            announce(stage_line(name, seconds, f"FAILED: {type(outcome).__name__}; log: {logs}"), level=logging.ERROR)
+            announce_failed(name, seconds, outcome)
             return
         stages[name] = outcome.timing
         announce(stage_line(name, outcome.timing.seconds, STAGE_DETAILS[name](outcome.result)))
