@@ -30,6 +30,7 @@ out = {}
 MAKE_TASKS = """
 import tempfile
 from ehrbench.dq.auditor import audit, write_flagged_rows
+from ehrbench.dq.csv_files import ExtractFiles
 from ehrbench.dq.extract import read_extract
 from ehrbench.dq.inject import inject_task
 from ehrbench.dq.recipes import load_recipes
@@ -46,12 +47,13 @@ extract = read_extract(Path(args["warehouse"]))
 out["read_s"] = time.perf_counter() - t
 out["extract_rows"] = sum(len(frame) for frame in extract.values())
 out["tasks"] = []
+files = ExtractFiles(extract)  # as the dq flow does: the extract's rows formatted once, for every task
 for recipe in recipes.tasks:
     t = time.perf_counter()
     injected = inject_task(extract, recipe, 0)
     inject_s = time.perf_counter() - t
     t = time.perf_counter()
-    written = write_task(injected, Path(args["build_dir"]) / "dq", 0)
+    written = write_task(injected, Path(args["build_dir"]) / "dq", 0, files)
     write_s = time.perf_counter() - t
     t = time.perf_counter()
     findings = audit(written[0].folder / "data")

@@ -20,6 +20,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
 from ehrbench.dq.calibrate import calibrate_task, check_oracle_passes, manifest_entry
+from ehrbench.dq.csv_files import ExtractFiles
 from ehrbench.dq.extract import Tables, read_extract
 from ehrbench.dq.inject import inject_task
 from ehrbench.dq.recipes import TaskRecipe, load_recipes
@@ -38,7 +39,8 @@ def build_audit_tasks(layout: DataLayout, build_dir: Path, seed: int, settings: 
     recipes = load_recipes(settings.recipes)
     extract = read_extract(layout.warehouse)
     dq_dir = BuildLayout(build_dir).dq
-    written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir)]
+    files = ExtractFiles(extract)  # the extract's rows formatted once, for every task
+    written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir, files)]
     calibration = [calibrate([e for e in written if e.recipe_id == recipe.id]) for recipe in recipes.tasks]
     publish_artifacts(written, calibration)
     check_oracle_passes(calibration)
@@ -48,14 +50,14 @@ def build_audit_tasks(layout: DataLayout, build_dir: Path, seed: int, settings: 
 
 @task(name="make-audit-task", task_run_name="make-audit-task/{recipe.id}",
       cache_policy=NONE)  # the extract is a large input; nothing here is worth caching
-def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path) -> list[WrittenTask]:
+def make_task(extract: Tables, recipe: TaskRecipe, seed: int, dq_dir: Path, files: ExtractFiles) -> list[WrittenTask]:
     injected = inject_task(extract, recipe, seed)
     if not injected.labels:
         raise ValidationError(f"audit task {recipe.id}: no error could be injected (no row qualified for "
                               f"{', '.join(injected.shortfalls)}); widen its tables or patients in scope")
     if injected.shortfalls:
         get_run_logger().warning("task %s: no row qualified for %s", recipe.id, injected.shortfalls)
-    return write_task(injected, dq_dir, seed)
+    return write_task(injected, dq_dir, seed, files)
 
 
 @task(name="calibrate-audit-task", task_run_name="calibrate/{variants[0].recipe_id}", cache_policy=NONE)

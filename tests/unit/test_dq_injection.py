@@ -8,19 +8,32 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import io
 import re
 import signal
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from ehrbench.dq.corruption import Change, Corruption
-from ehrbench.dq.extract import CODE_COLUMN, DATE_FORMAT, ROW_ID, TABLE_ORDER, TIME_FORMAT, sort_rows, with_row_ids
+from ehrbench.dq.corruption import Change, Corruption, merge_in_order
+from ehrbench.dq.csv_files import ExtractFiles
+from ehrbench.dq.extract import (
+    CODE_COLUMN,
+    DATE_FORMAT,
+    EXTRACT_SCHEMA,
+    ROW_ID,
+    TABLE_ORDER,
+    TIME_FORMAT,
+    read_extract,
+    sort_rows,
+    with_row_ids,
+)
 from ehrbench.dq.facts import load_facts
 from ehrbench.dq.inject import inject_task
 from ehrbench.dq.injectors import INJECTORS, Scope
@@ -855,3 +868,91 @@ def test_a_duplicate_identical_to_an_existing_row_is_not_inserted():
         assert changes[1].row_id not in tables["lab_results"].index
         corruption.commit("inconsistency", "in_table_duplicate", changes)
     corruption.result()
+
+
+# --- the extract read by DuckDB and the files formatted once per extract: the same bytes as the rules above ---
+
+def warehouse_of(path: Path, rows: dict[str, list[dict]]) -> Path:
+    """A warehouse holding the extract's rows as the dq models would (every cell text, so the cells read back as
+    written)."""
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"create schema {EXTRACT_SCHEMA}")
+        for table in TABLE_ORDER:
+            columns = ", ".join(f'"{c}" varchar' for c in COLUMNS[table])
+            con.execute(f'create table {EXTRACT_SCHEMA}."{table}" ({columns})')
+            if rows.get(table):
+                marks = ", ".join("?" for _ in COLUMNS[table])
+                con.executemany(f'insert into {EXTRACT_SCHEMA}."{table}" values ({marks})',
+                                [[row.get(c) for c in COLUMNS[table]] for row in rows[table]])
+    return path
+
+
+def test_read_extract_gives_the_ids_and_order_of_the_published_rule(tmp_path):
+    rows = rows_of_extract()
+    lab = {**rows["lab_results"][0], "flag": None}
+    rows["lab_results"] += [lab, lab]  # three identical rows (with the first): occurrence numbers 1, 2, 3
+    rows["lab_results"].append({**lab, "patient_id": None, "charted_at": None})  # null keys sort first
+    rows["medication_orders"].append({**rows["medication_orders"][0], "drug": "Zinc, \"chelated\""})
+    first = rows["medication_orders"][0]  # sorted by patient, start time, drug: text in code point order
+    rows["medication_orders"] += [{**first, "drug": drug} for drug in ("Äpfel", "apple", "Zebra")]
+    extract = read_extract(warehouse_of(tmp_path / "warehouse.duckdb", rows))
+    reference = tables_of(rows)  # with_row_ids and sort_rows: the rule in Python
+    for table in TABLE_ORDER:
+        pd.testing.assert_frame_equal(extract[table], reference[table], check_index_type=True)
+        assert extract[table].index.name is None
+    values = [lab.get(c) for c in COLUMNS["lab_results"]]
+    ids = set(extract["lab_results"][ROW_ID])
+    for occurrence in ("", "|2", "|3"):
+        text = "lab_results|" + "|".join("" if v is None else v for v in values) + occurrence
+        assert hashlib.sha1(text.encode()).hexdigest()[:16] in ids
+    assert extract["lab_results"]["patient_id"].iloc[0] is None
+    orders = extract["medication_orders"]
+    same_start = orders[(orders["patient_id"] == first["patient_id"]) & (orders["start_time"] == first["start_time"])]
+    assert [d for d in same_start["drug"] if d in ("Äpfel", "apple", "Zebra")] == ["Zebra", "apple", "Äpfel"]
+
+
+def reference_file(frame: pd.DataFrame) -> bytes:
+    """What a task's table file must hold: the frame as pandas writes it, gzipped without name or time, level 4."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=4) as out:
+        out.write(frame.to_csv(index=False, lineterminator="\n").encode())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("drug", ["Heparin", "Heparin, \"porcine\"", "Heparin\nflush"],
+                         ids=["plain", "quoted", "newline"])
+def test_task_files_are_the_frames_as_pandas_writes_them(tmp_path, drug):
+    rows = rows_of_extract()
+    rows["medication_orders"][1]["drug"] = drug  # a quoted cell, or one whose record spans two lines
+    extract = tables_of(rows)
+    files = ExtractFiles(extract)
+    tasks = [inject_task(extract, every_family_task(count=1, task_id=f"t{seed}"), seed) for seed in (1, 2)]
+    tasks.append(inject_task(extract, TaskRecipe(id="few", recipes=[Recipe(
+        family="temporal_violation", subtypes=["discharge_before_admission"], count=1, seed=0)]), 0))
+    for injected in tasks:
+        folder = write_task(injected, tmp_path / "dq", 0, files)[0].folder
+        touched = {label.table for label in injected.labels if label.role != "evidence"}
+        for table, frame in injected.tables.items():
+            written = (folder / "data" / f"{table}.csv.gz").read_bytes()
+            assert written == reference_file(frame), (injected.task.id, table)
+            if table not in touched:
+                assert written == reference_file(extract[table])
+    assert {label.table for label in tasks[-1].labels} == {"admissions"}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rows_merged_into_table_order_land_where_a_full_sort_puts_them(seed):
+    rng = np.random.default_rng(seed)
+    codes, times = ["50912", "50931", "51222", None], [f"2150-01-0{d} 06:00:00" for d in range(1, 4)] + [None]
+
+    def rows(n: int) -> pd.DataFrame:
+        frame = pd.DataFrame({c: [None] * n for c in COLUMNS["lab_results"]}, dtype=object)
+        frame["patient_id"] = [[P1, P2, None][i] for i in rng.integers(3, size=n)]
+        frame["test_code"] = [codes[i] for i in rng.integers(len(codes), size=n)]
+        frame["charted_at"] = [times[i] for i in rng.integers(len(times), size=n)]
+        frame["value"] = [str(v) for v in rng.integers(100, size=n)]
+        return with_row_ids("lab_results", frame)
+
+    ordered, extra = sort_rows("lab_results", rows(60)), rows(8)
+    merged = merge_in_order("lab_results", ordered, extra)
+    assert list(merged.index) == list(sort_rows("lab_results", pd.concat([ordered, extra])).index)

@@ -7,6 +7,7 @@ evidence, so each label keeps its meaning."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -19,6 +20,7 @@ from ehrbench.dq.extract import (
     DATE_FORMAT,
     PRECISION,
     ROW_ID,
+    TABLE_ORDER,
     TIME_FORMAT,
     Tables,
     sort_rows,
@@ -124,18 +126,42 @@ class Corruption:
         return cluster_id
 
     def result(self) -> Tables:
-        """The corrupted tables, inserted rows among their neighbours (the extract's rows are in table order)."""
+        """The corrupted tables, inserted rows among their neighbours (the extract's rows are in table order). A
+        table with inserted rows is in table order again, also for rows whose sort keys were corrupted."""
         out = {}
         for name, frame in self.tables.items():
             if self._inserted[name]:
                 added = pd.DataFrame(self._inserted[name], columns=frame.columns, dtype=object)
-                added.index = pd.Index(added[ROW_ID])
-                frame = pd.concat([frame, added])
-                if frame.index.has_duplicates:
+                added.index = pd.Index(added[ROW_ID].to_numpy(), dtype=object)
+                if frame.index.isin(added.index).any() or added.index.has_duplicates:
                     raise AssertionError(f"{name}: an inserted row has the id of another row")
-                frame = sort_rows(name, frame)
+                keys = set(TABLE_ORDER[name])
+                moved = sorted({label.row_id for label in self.labels
+                                if label.table == name and label.role == "corrupted" and label.field in keys})
+                frame = merge_in_order(name, frame.drop(index=moved), pd.concat([added, frame.loc[moved]]))
             out[name] = frame
         return out
+
+
+def merge_in_order(table: str, ordered: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    """`ordered` (rows in table order) with the few `extra` rows placed where `sort_rows` would put them: each by
+    binary search over the ordered rows' sort keys, instead of sorting the whole table again."""
+    extra = sort_rows(table, extra)
+    columns = [ordered[key].to_numpy() for key in (*TABLE_ORDER[table], ROW_ID)]
+
+    def key_at(position: int) -> tuple:
+        return tuple(_sort_key(column[position]) for column in columns)
+
+    extra_keys = [tuple(_sort_key(value) for value in row)
+                  for row in extra[[*TABLE_ORDER[table], ROW_ID]].itertuples(index=False, name=None)]
+    at = [bisect.bisect_left(range(len(ordered)), key, key=key_at) for key in extra_keys]
+    order = np.insert(np.arange(len(ordered)), at, np.arange(len(ordered), len(ordered) + len(extra)))
+    return pd.concat([ordered, extra]).iloc[order]
+
+
+def _sort_key(value: object) -> tuple:
+    """A cell as `sort_rows` orders it: a null first, text by code point (as Python compares it)."""
+    return (0, "") if value is None or value != value else (1, value)
 
 
 # --- cell values are text: numbers keep their source precision, times their format ---

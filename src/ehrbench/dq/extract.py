@@ -40,7 +40,8 @@ Tables = dict[str, pd.DataFrame]
 
 
 def read_extract(warehouse: Path) -> Tables:
-    """Every extract table as text cells, indexed and led by its row id."""
+    """Every extract table as text cells, indexed and led by its row id, in table order. DuckDB computes the cells,
+    the ids and the order (the same ids and order `with_row_ids` and `sort_rows` give; a test holds them equal)."""
     tables: Tables = {}
     with connect(warehouse, read_only=True) as con:
         for table in TABLE_ORDER:
@@ -50,14 +51,28 @@ def read_extract(warehouse: Path) -> Tables:
                 [EXTRACT_SCHEMA, table]).fetchall()
             if not columns:
                 raise MissingInputError(f"{warehouse}: no table {EXTRACT_SCHEMA}.{table}; run `dbt build --select dq`")
-            cells = ", ".join(_as_text(name, kind) for name, kind in columns)
-            # in a stable order for the ids of identical rows; sort_rows then gives the table order
-            rows = con.execute(f'select {cells} from {EXTRACT_SCHEMA}."{table}" order by all').fetchall()
-            frame = pd.DataFrame(rows, columns=[name for name, _ in columns], dtype=object)
-            tables[table] = sort_rows(table, with_row_ids(table, frame))
+            arrow = con.execute(_extract_query(table, columns)).to_arrow_table()
+            frame = pd.DataFrame({name: arrow.column(name).to_numpy(zero_copy_only=False).astype(object)
+                                  for name in arrow.column_names}, dtype=object)
+            frame.index = pd.Index(frame[ROW_ID].to_numpy(), dtype=object)
+            tables[table] = frame
             if table in CODE_COLUMN:  # a fact of the source, shared by every task's copy (attrs travel with it)
                 tables[table].attrs[PRECISION] = value_precision(tables[table], CODE_COLUMN[table])
     return tables
+
+
+def _extract_query(table: str, columns: list[tuple[str, str]]) -> str:
+    """The table's rows as text cells led by their row id (`row_ids.row_id` of the cells; identical rows get their
+    occurrence number appended, as `with_row_ids` does), sorted as `sort_rows` sorts."""
+    names = [name for name, _ in columns]
+    text = ", ".join(_as_text(name, kind) for name, kind in columns)
+    hashed = "'" + table + "|' || concat_ws('|', " + ", ".join(f'coalesce("{n}", \'\')' for n in names) + ")"
+    quoted = ", ".join(f'"{n}"' for n in names)
+    order = ", ".join(f'"{key}" nulls first' for key in TABLE_ORDER[table])
+    return (f"with cells as (select {text} from {EXTRACT_SCHEMA}.\"{table}\"), "
+            f"numbered as (select *, row_number() over (partition by {quoted}) as occurrence from cells) "
+            f"select left(sha1(case when occurrence = 1 then {hashed} else {hashed} || '|' || occurrence end), 16) "
+            f"as {ROW_ID}, {quoted} from numbered order by {order}, {ROW_ID}")
 
 
 def value_precision(frame: pd.DataFrame, code_column: str) -> dict[str, int]:

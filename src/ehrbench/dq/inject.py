@@ -19,6 +19,7 @@ from ehrbench.seeding import keyed_rng
 @dataclass
 class InjectedTask:
     task: TaskRecipe
+    extract: Tables  # the pristine extract the task was made from
     tables: Tables
     labels: list[Label]
     shortfalls: dict[str, int] = field(default_factory=dict)  # "family/subtype" -> errors without a row to use
@@ -48,7 +49,7 @@ def inject_task(extract: Tables, task: TaskRecipe, seed: int, facts: ClinicalFac
                     shortfalls[f"{recipe.family}/{subtype}"] += 1
                 else:
                     corruption.commit(recipe.family, subtype, changes)
-    return InjectedTask(task, corruption.result(), corruption.labels, dict(shortfalls))
+    return InjectedTask(task, extract, corruption.result(), corruption.labels, dict(shortfalls))
 
 
 def _patients_in_scope(extract: Tables, recipe: Recipe, rng: np.random.Generator) -> set[str] | None:

@@ -7,6 +7,7 @@ no agent-visible file may name a source dataset — else the build fails."""
 
 from __future__ import annotations
 
+import csv
 import filecmp
 import gzip
 import io
@@ -15,11 +16,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ehrbench.dq.corruption import Label
+from ehrbench.dq.csv_files import ExtractFiles
 from ehrbench.dq.extract import ROW_ID
 from ehrbench.dq.inject import InjectedTask
 from ehrbench.dq.instructions import FORBIDDEN_NAMES, instruction
@@ -52,16 +55,20 @@ def folder_name(recipe_id: str, variant: str) -> str:
     return recipe_id if variant == "base" else f"{recipe_id}_{variant}"
 
 
-def write_task(injected: InjectedTask, dq_dir: Path, seed: int) -> list[WrittenTask]:
-    """Both variants of one injected task; the clues variant copies the base variant's data files."""
+def write_task(injected: InjectedTask, dq_dir: Path, seed: int, files: ExtractFiles | None = None) -> list[WrittenTask]:
+    """Both variants of one injected task; the clues variant copies the base variant's data files. Pass the tasks of
+    one extract the same `files`, so that its rows are formatted once."""
     task = injected.task
+    files = files or ExtractFiles(injected.extract)
     base = dq_dir / folder_name(task.id, "base")
     if base.exists():
         raise FileExistsError(f"{base}: a task folder of that name exists already")
     AuditTaskLayout(base).data.mkdir(parents=True)
     described = {}
+    changed = {table: {label.row_id for label in injected.labels if label.table == table and label.role != "evidence"}
+               for table in injected.tables}
     for table, frame in injected.tables.items():
-        _write_csv(frame, AuditTaskLayout(base).data_file(table))
+        files.write(table, frame, changed[table], AuditTaskLayout(base).data_file(table))
         described[table] = (len(frame), [c for c in frame.columns if c != ROW_ID])
     clues: dict[str, list[str]] = {}
     for label in injected.labels:
@@ -92,23 +99,23 @@ def write_task(injected: InjectedTask, dq_dir: Path, seed: int) -> list[WrittenT
     return written
 
 
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    text = frame.to_csv(index=False, lineterminator="\n")
-    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=4) as out:
-        out.write(text.encode())
-
-
 def _write_labels(labels: list[Label], path: Path) -> None:
     rows = sorted((label.to_dict() for label in labels), key=lambda r: (r["cluster_id"], r["table"], r["row_id"]))
     table = pa.Table.from_pylist(rows, schema=LABEL_SCHEMA)
     pq.write_table(table, path)
 
 
-def read_task_tables(folder: Path) -> dict[str, pd.DataFrame]:
-    """A task's agent-visible tables as text ('' for an empty cell), by file name."""
-    return {path.name.removesuffix(".csv.gz"):
-            pd.read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
+def read_task_tables(folder: Path) -> dict[str, pa.Table]:
+    """A task's agent-visible tables, every cell text ('' for an empty cell), by file name."""
+    return {path.name.removesuffix(".csv.gz"): _read_text_csv(path)
             for path in sorted(AuditTaskLayout(folder).data.glob("*.csv.gz"))}
+
+
+def _read_text_csv(path: Path) -> pa.Table:
+    with gzip.open(path, "rt", newline="") as handle:
+        header = next(csv.reader(handle))
+    return pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+        column_types={column: pa.string() for column in header}, strings_can_be_null=False))
 
 
 def verify_task(folder: Path, labels: list[Label]) -> None:
@@ -116,17 +123,21 @@ def verify_task(folder: Path, labels: list[Label]) -> None:
     forbidden name. Raises ValidationError naming the first problems."""
     tables = read_task_tables(folder)
     problems = []
-    rows: dict[str, dict[str, int]] = {}  # table -> row id -> position
-    for name, frame in tables.items():
-        rows[name] = {row_id: at for at, row_id in enumerate(frame[ROW_ID].tolist())}
-        if len(rows[name]) < len(frame):
-            problems.append(f"{name}: repeated {ROW_ID} {frame.loc[frame[ROW_ID].duplicated(), ROW_ID].iloc[0]}")
+    for name, table in tables.items():
+        if pc.count_distinct(table[ROW_ID]).as_py() < table.num_rows:
+            ids = table[ROW_ID].to_pandas()
+            problems.append(f"{name}: repeated {ROW_ID} {ids[ids.duplicated()].iloc[0]}")
+    labelled: dict[str, dict[str, dict]] = {}  # table -> row id -> the written row, for the labelled rows only
+    for name in {label.table for label in labels} & set(tables):
+        ids = pa.array(sorted({label.row_id for label in labels if label.table == name}), pa.string())
+        table = tables[name]
+        labelled[name] = {row[ROW_ID]: row for row in table.filter(pc.is_in(table[ROW_ID], value_set=ids)).to_pylist()}
     for label in labels:
-        at = rows.get(label.table, {}).get(label.row_id)
-        if at is None:
+        row = labelled.get(label.table, {}).get(label.row_id)
+        if row is None:
             problems.append(f"{label.cluster_id}: {label.table} has no row {label.row_id}")
             continue
-        written = tables[label.table][label.field].iat[at] if label.role != "evidence" else None
+        written = row[label.field] if label.role != "evidence" else None
         if label.role != "evidence" and written != (label.corrupted_value or ""):
             problems.append(f"{label.cluster_id}: {label.table} row {label.row_id} {label.field} is {written!r}, "
                             f"expected {label.corrupted_value!r}")
