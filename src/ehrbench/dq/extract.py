@@ -52,7 +52,7 @@ def read_extract(warehouse: Path) -> Tables:
             if not columns:
                 raise MissingInputError(f"{warehouse}: no table {EXTRACT_SCHEMA}.{table}; run `dbt build --select dq`")
             arrow = con.execute(_extract_query(table, columns)).to_arrow_table()
-            frame = pd.DataFrame({name: arrow.column(name).to_numpy(zero_copy_only=False).astype(object)
+            frame = pd.DataFrame({name: arrow.column(name).to_numpy(zero_copy_only=False)
                                   for name in arrow.column_names}, dtype=object)
             frame.index = pd.Index(frame[ROW_ID].to_numpy(), dtype=object)
             tables[table] = frame

@@ -105,23 +105,20 @@ def _write_labels(labels: list[Label], path: Path) -> None:
     pq.write_table(table, path)
 
 
-def read_task_tables(folder: Path) -> dict[str, pa.Table]:
-    """A task's agent-visible tables, every cell text ('' for an empty cell), by file name."""
-    return {path.name.removesuffix(".csv.gz"): _read_text_csv(path)
-            for path in sorted(AuditTaskLayout(folder).data.glob("*.csv.gz"))}
-
-
-def _read_text_csv(path: Path) -> pa.Table:
-    with gzip.open(path, "rt", newline="") as handle:
-        header = next(csv.reader(handle))
-    return pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+def _text_table(content: bytes) -> pa.Table:
+    """A written table file's text as a table whose every cell is text ('' for an empty cell)."""
+    header = next(csv.reader([content.partition(b"\n")[0].decode()]))
+    return pacsv.read_csv(pa.BufferReader(content), convert_options=pacsv.ConvertOptions(
         column_types={column: pa.string() for column in header}, strings_can_be_null=False))
 
 
 def verify_task(folder: Path, labels: list[Label]) -> None:
     """Read the written folder back: unique row ids, every label's row present with its corrupted value, no
-    forbidden name. Raises ValidationError naming the first problems."""
-    tables = read_task_tables(folder)
+    forbidden name. Raises ValidationError naming the first problems. Each data file is read and decompressed once,
+    for its table and for the forbidden names."""
+    contents = {path: _visible_content(path) for path in sorted(AuditTaskLayout(folder).data.glob("*"))}
+    tables = {path.name.removesuffix(".csv.gz"): _text_table(content)
+              for path, content in contents.items() if path.name.endswith(".csv.gz")}
     problems = []
     for name, table in tables.items():
         if pc.count_distinct(table[ROW_ID]).as_py() < table.num_rows:
@@ -141,7 +138,8 @@ def verify_task(folder: Path, labels: list[Label]) -> None:
         if label.role != "evidence" and written != (label.corrupted_value or ""):
             problems.append(f"{label.cluster_id}: {label.table} row {label.row_id} {label.field} is {written!r}, "
                             f"expected {label.corrupted_value!r}")
-    problems += forbidden_names(folder)
+    problems += forbidden_names(folder, data=False)
+    problems += [found for path, content in contents.items() for found in _names_in(folder, path, content)]
     if problems:
         raise ValidationError(f"{folder}: {len(problems)} problem(s) in the written audit task: "
                               + "; ".join(problems[:5]))
@@ -159,18 +157,25 @@ def verify_copy(folder: Path, base: Path) -> None:
 
 def forbidden_names(folder: Path, data: bool = True) -> list[str]:
     """Agent-visible places (paths, instruction, headers and cells) that name a source dataset or project."""
-    found = []
     files = AuditTaskLayout(folder)
     visible = [files.instruction, *(sorted(files.data.glob("*")) if data else [])]
-    for path in visible:
-        text = path.relative_to(folder.parent.parent).as_posix().encode()
-        if path.is_file():
-            raw = path.read_bytes()
-            text += b"\n" + (gzip.decompress(raw) if path.name.endswith(".gz") else raw)
-        lowered = text.lower()  # bytes: ASCII case folding, enough for these ASCII names
-        found += [f"{path.relative_to(folder)} names {name!r}" for name in FORBIDDEN_NAMES
-                  if name.encode() in lowered]
-    return found
+    return [found for path in visible for found in _names_in(folder, path, _visible_content(path))]
+
+
+def _visible_content(path: Path) -> bytes | None:
+    """A file's text as an agent reads it (a .gz file decompressed); None when there is no such file."""
+    if not path.is_file():
+        return None
+    raw = path.read_bytes()
+    return gzip.decompress(raw) if path.name.endswith(".gz") else raw
+
+
+def _names_in(folder: Path, path: Path, content: bytes | None) -> list[str]:
+    text = path.relative_to(folder.parent.parent).as_posix().encode()
+    if content is not None:
+        text += b"\n" + content
+    lowered = text.lower()  # bytes: ASCII case folding, enough for these ASCII names
+    return [f"{path.relative_to(folder)} names {name!r}" for name in FORBIDDEN_NAMES if name.encode() in lowered]
 
 
 def write_oracle(folder: Path, path: Path) -> Path:
