@@ -21,6 +21,9 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="ehrbench-prefect-home-")
 os.environ["PREFECT_PROFILES_PATH"] = os.path.join(os.environ["PREFECT_HOME"], "profiles.toml")
 os.environ.pop("PREFECT_API_URL", None)
+# Nor the user's ~/.cache/ehrbench: one cache folder for the session, shared by the xdist workers (they inherit the
+# controller's environment), so dbt's parse is done once per set of vars, not once per test's work folder.
+os.environ.setdefault("EHRBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="ehrbench-cache-"))
 
 
 def _demo_dir(name: str) -> Path:

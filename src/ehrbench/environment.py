@@ -12,6 +12,7 @@ Variables of other tools keep their own names: `OPENAI_API_KEY`, `GEMINI_API_KEY
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -56,6 +57,9 @@ class Environment(BaseSettings):
     files_url: str | None = Field(None, description=(
         "Base URL of the static server of dashboards and Data Docs (`make server` sets it), so Prefect artifacts "
         "link http:// pages instead of files."))
+    cache_dir: Path | None = Field(None, description=(
+        "Caches shared by every data directory of this user (dbt's parsed project); else $XDG_CACHE_HOME/ehrbench, "
+        "else ~/.cache/ehrbench. Deleting it costs the next build a full dbt parse, nothing else."))
     repo_dir: Path | None = Field(None, description=(
         "The checkout a Prefect worker pulls flows from (prefect.yaml's pull step; the Makefile sets it)."))
 
@@ -64,6 +68,13 @@ class Environment(BaseSettings):
                                    file_secret_settings):
         # the process environment only: no .env or secrets files; and none at all while reading a given mapping
         return (init_settings,) if _reading_a_mapping.get() else (init_settings, env_settings)
+
+    def user_cache_dir(self) -> Path:
+        """`cache_dir`, else the XDG cache folder's ehrbench/."""
+        if self.cache_dir:
+            return self.cache_dir
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        return (Path(xdg) if xdg else Path.home() / ".cache") / "ehrbench"
 
     def release_url(self, dataset: str) -> str | None:
         """The download location that overrides a dataset's PhysioNet URL, if any."""

@@ -1,19 +1,22 @@
 """Run the dbt project (dbt owns the SQL transformations) on the warehouse file.
 
-dbt is invoked in-process with dbtRunner. The warehouse path reaches profiles.yml as an absolute
-path through EHRBENCH_WAREHOUSE; target/ goes under the data directory. dbt prints nothing: its log (a line per
-node) goes to `<log_dir>/dbt.log` — a build passes its own log folder — and only its warnings and errors reach the
-caller (`on_log`), which logs one summary line per run.
+dbt is invoked in-process with dbtRunner, one run at a time, in the warehouse's folder: the warehouse reaches
+profiles.yml as a file name through EHRBENCH_WAREHOUSE (see `_dbt_environment`); target/ goes under the data
+directory. dbt prints nothing: its log (a line per node) goes to `<log_dir>/dbt.log` — a build passes its own log
+folder — and only its warnings and errors reach the caller (`on_log`), which logs one summary line per run.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ehrbench.dbt_parse_cache import keep_parse, parse_key, restore_parse
+from ehrbench.environment import environment
 from ehrbench.errors import TransformError
 from ehrbench.warehouse import open_duckdb
 
@@ -80,20 +83,29 @@ def _release_warehouse() -> None:
     DuckDBConnectionManager.close_all_connections()
 
 
+# dbt's in-process runner is not thread-safe (one adapter registry per process), and a run changes the directory
+_ONE_RUN_AT_A_TIME = threading.Lock()
+
+
 @contextmanager
 def _dbt_environment(warehouse: Path) -> Iterator[None]:
-    values = {"EHRBENCH_WAREHOUSE": str(warehouse.resolve()), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-              "DO_NOT_TRACK": "1"}
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    """The warehouse reaches profiles.yml by its file name, dbt running in its folder: dbt keys its saved parse on the
+    profile's values, so an absolute path would cost every new data directory a full parse (ehrbench.dbt_parse_cache).
+    """
+    values = {"EHRBENCH_WAREHOUSE": warehouse.name, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
+    saved, cwd = {key: os.environ.get(key) for key in values}, os.getcwd()
+    with _ONE_RUN_AT_A_TIME:
+        os.environ.update(values)
+        os.chdir(warehouse.resolve().parent)
+        try:
+            yield
+        finally:
+            os.chdir(cwd)
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: dict | None = None,
@@ -102,6 +114,8 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
     """Run one dbt command (e.g. ["build", "--select", "staging.mimic_iv"]); raise TransformError on failure.
 
     dbt's log is appended to `<log_dir>/dbt.log` (default `<work_dir>/logs/`); `on_log` gets its warnings and errors.
+    A work folder without dbt's parse of the project starts from the one kept in the user's cache folder
+    (ehrbench.dbt_parse_cache; $EHRBENCH_CACHE_DIR).
     """
     from dbt.cli.main import dbtRunner  # imported late: dbt's import is slow and not always needed
 
@@ -118,11 +132,15 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
         import json
 
         args += ["--vars", json.dumps(vars)]
+    parse_cache, target = environment().user_cache_dir() / "dbt-parse", work_dir / "target"
+    key = parse_key(project_dir, warehouse, vars)
+    restore_parse(parse_cache, key, target)
     with _dbt_environment(warehouse):
         try:
             outcome = dbtRunner(callbacks=[forward]).invoke(args)
         finally:
             _release_warehouse()
+    keep_parse(parse_cache, key, target)
 
     nodes: tuple[NodeResult, ...] = ()
     result = outcome.result
@@ -142,8 +160,8 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
 
 
 def _failing_column_checks(warehouse: Path, result) -> str | None:
-    """What a failed or warned `column_checks` test found, e.g. "unique on subject_id: 1, not_null on dod: 3" (its
-    rows name the failing column tests; dbt's own message only counts them)."""
+    """What a failed or warned `column_checks` test found, e.g. "not_empty: 1, unique on subject_id: 1, not_null on
+    dod: 3" (its rows name the failing tests; dbt's own message only counts them)."""
     node = result.node
     if str(result.status) not in ("fail", "warn") or not getattr(node, "test_metadata", None) \
             or node.test_metadata.name != "column_checks" or not node.compiled_code:
@@ -151,4 +169,5 @@ def _failing_column_checks(warehouse: Path, result) -> str | None:
 
     with open_duckdb(str(warehouse), read_only=True) as con:
         rows = con.execute(node.compiled_code).fetchall()
-    return ", ".join(f"{test} on {column}: {failing}" for test, column, failing in rows)
+    return ", ".join(f"{test} on {column}: {failing}" if column else f"{test}: {failing}"
+                     for test, column, failing in rows)

@@ -1,6 +1,7 @@
-"""The generic test `column_checks` (a model's column tests in one dbt node) finds what dbt's own tests of the same
-names find: a throwaway dbt project runs both on the same broken model, in a real dbt run on a real DuckDB file, and
-every folded test must count the failing rows (values, for unique and accepted_values) that dbt's own test returns."""
+"""The generic test `column_checks` (a model's tests in one dbt node) finds what the tests of the same names find on
+their own: a throwaway dbt project runs both on the same broken models, in a real dbt run on a real DuckDB file, and
+every folded test must count the failing rows (values, for unique and accepted_values; combinations, for
+unique_combination_of_columns) that the test on its own returns."""
 
 from __future__ import annotations
 
@@ -37,7 +38,17 @@ CHILD_TESTS = {
     "ts": [{"timestamp_between": {"arguments": {"min_value": "2000-01-01 00:00:00",
                                                 "max_value": "2100-12-31 23:59:59"}}}],
 }
-EXPECTED = {("unique", "id"): 1, ("not_null", "id"): 1, ("relationships", "parent_id"): 3,
+# Table tests: child has 5 rows, parent 2, `empty` none.
+#   row_count_compared(child = parent): 5 != 2 -> 1; unique_combination_of_columns(code): 9 repeats, NULL once -> 1
+#   not_empty(child) passes; not_empty(empty) -> 1; row_count_compared(parent <= child) passes
+CHILD_MODEL_TESTS = [
+    "not_empty",
+    {"row_count_compared": {"arguments": {"compare_model": "ref('parent')", "comparison": "="}}},
+    {"unique_combination_of_columns": {"arguments": {"combination_of_columns": ["code"]}}},
+]
+PARENT_MODEL_TESTS = [{"row_count_compared": {"arguments": {"compare_model": "ref('child')", "comparison": "<="}}}]
+EXPECTED = {("row_count_compared", None): 1, ("unique_combination_of_columns", None): 1,
+            ("unique", "id"): 1, ("not_null", "id"): 1, ("relationships", "parent_id"): 3,
             ("accepted_values", "kind"): 2, ("accepted_values", "code"): 1, ("timestamp_between", "ts"): 2}
 
 
@@ -48,7 +59,8 @@ def checked(tmp_path_factory):
     project = root / "project"
     for sub in ("models", "macros", "tests/generic"):
         (project / sub).mkdir(parents=True)
-    for generic in ("column_checks", "timestamp_between"):
+    for generic in ("column_checks", "timestamp_between", "not_empty", "row_count_compared",
+                    "unique_combination_of_columns"):
         shutil.copy(PROJECT_DIR / "tests" / "generic" / f"{generic}.sql", project / "tests" / "generic")
     shutil.copy(PROJECT_DIR / "macros" / "column_checks.sql", project / "macros")
     (project / "dbt_project.yml").write_text(yaml.safe_dump({
@@ -57,33 +69,56 @@ def checked(tmp_path_factory):
     shutil.copy(PROJECT_DIR / "profiles.yml", project)
     (project / "models" / "parent.sql").write_text("select * from (values (1), (2)) as t(id)")
     (project / "models" / "child.sql").write_text(CHILD)
+    (project / "models" / "empty.sql").write_text("select 1 as n where false")
     (project / "models" / "schema.yml").write_text(yaml.safe_dump({"version": 2, "models": [
-        {"name": "child", "data_tests": [{"column_checks": {"name": "column_checks_child",
-                                                            "arguments": {"columns": CHILD_TESTS}}}],
+        {"name": "child", "data_tests": [
+            {"column_checks": {"name": "column_checks_child",
+                               "arguments": {"model_tests": CHILD_MODEL_TESTS, "columns": CHILD_TESTS}}},
+            *CHILD_MODEL_TESTS],
          "columns": [{"name": column, "data_tests": tests} for column, tests in CHILD_TESTS.items()]},
         {"name": "parent", "data_tests": [{"column_checks": {
-            "name": "column_checks_parent", "arguments": {"columns": {"id": ["unique", "not_null"]}}}}]},
+            "name": "column_checks_parent",
+            "arguments": {"model_tests": PARENT_MODEL_TESTS, "columns": {"id": ["unique", "not_null"]}}}}]},
+        {"name": "empty", "data_tests": [
+            {"column_checks": {"name": "column_checks_empty", "arguments": {"model_tests": ["not_empty"]}}},
+            "not_empty"]},
     ]}, sort_keys=False))
     run = run_dbt(["build"], warehouse=root / "warehouse.duckdb", work_dir=root / "dbt", project_dir=project)
     return {node.unique_id.split(".")[2]: node for node in run.nodes if node.resource_type == "test"}
 
 
-def test_each_folded_test_counts_what_dbts_own_test_returns(checked):
+TABLE_TESTS = ("not_empty", "row_count_compared", "unique_combination_of_columns")
+COLUMN_TESTS = ("not_null", "unique", "relationships", "accepted_values", "timestamp_between")
+
+
+def found(message: str) -> dict:
+    """(test, column or None) -> failing rows, from the message of a failed `column_checks` node."""
+    parts = (re.fullmatch(r"(\w+)(?: on (\w+))?: (\d+)", part).groups() for part in message.split(", "))
+    return {(test, column): int(n) for test, column, n in parts}
+
+
+def test_each_folded_test_counts_what_the_test_on_its_own_returns(checked):
     folded = checked["column_checks_child"]
     assert folded.status == "warn"
-    found = {(test, column): int(n) for test, column, n in re.findall(r"(\w+) on (\w+): (\d+)", folded.message)}
-    assert found == EXPECTED
+    assert found(folded.message) == EXPECTED
 
-    # dbt's own test of each column, run beside it: "Got N results"
+    # each test on its own, run beside it: "Got N results" (node names read <test>_<model>_<arguments>)
     own = {}
     for name, node in checked.items():
-        if name.startswith("column_checks"):
+        test = next((t for t in (*TABLE_TESTS, *COLUMN_TESTS) if name.startswith(f"{t}_child")), None)
+        if test is None:
             continue
-        test = next(t for t in ("not_null", "unique", "relationships", "accepted_values", "timestamp_between")
-                    if name.startswith(t))
-        column = next(c for c in CHILD_TESTS if f"child_{c}" in name)
-        own[(test, column)] = int(re.search(r"Got (\d+) result", node.message).group(1))
-    assert own == EXPECTED
+        column = None if test in TABLE_TESTS else next(c for c in CHILD_TESTS if name.startswith(f"{test}_child_{c}"))
+        own[(test, column)] = int(re.search(r"Got (\d+) result", node.message).group(1)) if node.message else 0
+    assert {key: n for key, n in own.items() if n} == EXPECTED
+    assert own[("not_empty", None)] == 0  # and passed on its own too
+
+
+def test_an_empty_model_fails_its_folded_not_empty_as_on_its_own(checked):
+    assert checked["column_checks_empty"].status == "warn"
+    assert found(checked["column_checks_empty"].message) == {("not_empty", None): 1}
+    own = next(node for name, node in checked.items() if name.startswith("not_empty_empty"))
+    assert own.status == "warn" and re.search(r"Got 1 result", own.message)
 
 
 def test_a_model_whose_columns_hold_passes(checked):

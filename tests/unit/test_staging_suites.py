@@ -41,8 +41,11 @@ def dbt_tests(paths=STAGING_YAML) -> set[tuple]:
     for path in paths:
         for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
             for test in model.get("data_tests") or model.get("tests") or []:
-                if isinstance(test, dict) and "column_checks" in test:  # a model's column tests, folded in one node
-                    for column, column_tests in test["column_checks"]["arguments"]["columns"].items():
+                if isinstance(test, dict) and "column_checks" in test:  # a model's tests, folded in one node
+                    arguments = test["column_checks"]["arguments"]
+                    for model_test in arguments.get("model_tests", []):
+                        add(model["name"], None, model_test)
+                    for column, column_tests in arguments.get("columns", {}).items():
                         for column_test in column_tests:
                             add(model["name"], column, column_test)
                 else:

@@ -9,7 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ehrbench.cli.checks import EXIT_FAILED, fail, first_line
+from ehrbench.environment import environment
 from ehrbench.errors import EhrbenchError
+from ehrbench.stack.prefect_database import seed_database, sqlite_file
 from ehrbench.stack.prefect_server import use_server_settings
 
 # Prefect gives its temporary server 20 s to come up; a nightly build beside a test run needed more.
@@ -75,13 +77,18 @@ def flow_failures(*reported: type[Exception]) -> Iterator[None]:
 
 
 def check_prefect_api() -> None:
-    """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast."""
+    """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast. Without one,
+    the temporary server's database starts as a copy of a migrated one (ehrbench.stack.prefect_database)."""
     import httpx
     from prefect.settings import get_current_settings
 
-    url = get_current_settings().api.url
-    if not url:
-        return  # ephemeral mode: Prefect starts a temporary server
+    settings = get_current_settings()
+    url = settings.api.url
+    if not url:  # ephemeral mode: Prefect starts a temporary server
+        database = sqlite_file(settings.server.database.connection_url.get_secret_value())
+        if database is not None:
+            seed_database(database, environment().user_cache_dir())
+        return
     try:
         httpx.get(f"{url.rstrip('/')}/health", timeout=5).raise_for_status()
     except httpx.HTTPError as exc:
