@@ -1,16 +1,19 @@
 """build-benchmark: the whole pipeline, one subflow per stage ([n/10] in each stage's module and progress line).
 
     [1/10] ingest (flows/ingest.py) → [2/10] transform (dbt staging) → [3/10] validate (GX)
-      → [4/10] databases (dbt: the profiles and every model the later stages read — FHIR resources, audit extract,
-        notes, MEDS events; export; flows/databases.py)
-      → side by side in worker processes (flows/stage_workers.py), each reading the warehouse only:
-          [5/10] fhir (export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
-            → [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine;
-              flows/questions.py)
-          [7/10] dq (seeded errors with hidden cluster gold → verified task folders, calibration; flows/dq.py)
-          [8/10] noteqa (synthetic or MIMIC-IV-Note's notes → note questions → GX, quarantine; flows/noteqa.py)
-          [9/10] meds (MEDS files checked against the meds schemas, conversion and event-modelling tasks;
-            flows/meds_export.py)
+      → [4/10] databases (flows/databases.py): dbt builds the models the side stages read (audit extract, notes,
+        MEDS events), copied into a file of their own; then the profiles, the FHIR resources and the rest; export
+        (while fhir runs)
+      → side by side in worker processes (flows/stage_workers.py), each reading the warehouse or that copy only:
+          the side stages, from the copy, started as soon as it is made (while dbt builds the profiles):
+            [7/10] dq (seeded errors with hidden cluster gold → verified task folders, calibration; flows/dq.py)
+            [8/10] noteqa (synthetic or MIMIC-IV-Note's notes → note questions → GX, quarantine; flows/noteqa.py)
+            [9/10] meds (MEDS files checked against the meds schemas, conversion and event-modelling tasks;
+              flows/meds_export.py)
+          once dbt has built the FHIR resources:
+            [5/10] fhir (export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
+              → [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine;
+                flows/questions.py)
       → [10/10] publish (manifest.json, atomic rename, `latest`)
 
 The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
@@ -46,7 +49,6 @@ from ehrbench.dq.recipes import load_recipes
 from ehrbench.fhir.export import fhir_selection
 from ehrbench.layout import DataLayout
 from ehrbench.manifest import StageTiming, assemble_manifest
-from ehrbench.noteqa.suite import NOTES_MODELS
 from ehrbench.parameter_errors import one_line_errors
 from ehrbench.profiles import BENCHMARK_DATABASES, ProfileVars
 from ehrbench.progress import log_to_file
@@ -54,7 +56,7 @@ from ehrbench.publish import discard, new_build_id, remove_unfinished_builds, st
 from ehrbench.settings import BuildParameters, DqSettings, Edition, NotesSource, QuestionSettings, default_data_dir
 from ehrbench.stack.static_files import data_docs_link
 from ehrbench.warehouse import build_lock, connect, table_row_counts
-from flows.databases import build_databases
+from flows.databases import build_profiles, build_side_stage_inputs, export_databases
 from flows.dq import build_audit_tasks
 from flows.fhir_view import build_fhir
 from flows.ingest import ingest
@@ -159,24 +161,28 @@ def build_benchmark(
             with stage("validate") as done:
                 validation = validate(layout, absent)
                 done(validation_detail(validation))
-            with stage("databases") as done:  # the warehouse's last write: every later stage only reads it
-                downstream = [*fhir_selection(parameters.mimic_iv_on_fhir), "dq", NOTES_MODELS[parameters.notes_source],
-                              "meds"]
-                profile_run, databases = build_databases(layout, build_dir, dbt_vars, parameters.seed, logs, downstream)
-                done(databases_detail(databases))
-            with stage_workers(on_done=stage_ended) as workers:  # added longest chain first: fhir, then questions
-                seed = parameters.seed
-                workers.add("fhir", build_fhir, layout=layout, build_dir=build_dir, profile_vars=dbt_vars, seed=seed,
-                            ehrsql2024_dir=parameters.ehrsql2024_dir, mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
+            with stage_workers(on_done=stage_ended) as workers:
+                seed, notes_source = parameters.seed, parameters.notes_source
+                with stage("databases") as done:  # the warehouse's last writes; every later stage only reads
+                    side_run, side_inputs = build_side_stage_inputs(layout, dbt_vars, logs, notes_source)
+                    workers.add("dq", build_audit_tasks, layout=layout, build_dir=build_dir, seed=seed,
+                                settings=parameters.dq, warehouse=side_inputs)
+                    workers.add("noteqa", build_note_questions, layout=layout, build_dir=build_dir, seed=seed,
+                                settings=parameters.questions, notes_source=notes_source, warehouse=side_inputs)
+                    workers.add("meds", build_meds, layout=layout, build_dir=build_dir, created_at=created_at,
+                                releases={r.dataset: {"edition": r.edition, "version": r.version} for r in releases},
+                                seed=seed, warehouse=side_inputs)
+                    workers.start()  # they read their copy while dbt builds the profiles on this core
+                    profile_run = build_profiles(layout, dbt_vars, logs, fhir_selection(parameters.mimic_iv_on_fhir),
+                                                 notes_source)
+                    workers.add("fhir", build_fhir, layout=layout, build_dir=build_dir, profile_vars=dbt_vars,
+                                seed=seed, ehrsql2024_dir=parameters.ehrsql2024_dir,
+                                mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
+                    workers.start()  # fhir reads the FHIR models while the databases are exported here
+                    databases = export_databases(layout, build_dir, seed)
+                    done(databases_detail(databases))
                 workers.add("questions", build_questions, after=("fhir",), build_dir=build_dir,
                             profile_vars=dbt_vars, seed=seed, settings=parameters.questions, data_dir=layout.root)
-                workers.add("dq", build_audit_tasks, layout=layout, build_dir=build_dir, seed=seed,
-                            settings=parameters.dq)
-                workers.add("noteqa", build_note_questions, layout=layout, build_dir=build_dir, seed=seed,
-                            settings=parameters.questions, notes_source=parameters.notes_source)
-                workers.add("meds", build_meds, layout=layout, build_dir=build_dir, created_at=created_at,
-                            releases={r.dataset: {"edition": r.edition, "version": r.version} for r in releases},
-                            seed=seed)
                 ended = workers.run()
             fhir, question_sets, audit_tasks, note_questions, meds_datasets = (
                 ended[name] for name in ("fhir", "questions", "dq", "noteqa", "meds"))
@@ -184,7 +190,7 @@ def build_benchmark(
                 row_counts = {"raw": table_row_counts(con, ("raw_",)),
                               "built": table_row_counts(con, ("staging_", *(db.schema for db in BENCHMARK_DATABASES)))}
             manifest = assemble_manifest(build_id, created_at, parameters, releases,
-                                         [*dbt_runs, profile_run], validation,
+                                         [*dbt_runs, side_run, profile_run], validation,
                                          row_counts, stages, dbt_vars.to_dbt_vars(), databases, fhir, question_sets,
                                          audit_tasks, note_questions, meds_datasets)
             with stage("publish") as done:
@@ -193,6 +199,8 @@ def build_benchmark(
         except BaseException:
             discard(layout.benchmarks, build_id)
             raise
+        finally:
+            layout.side_stage_inputs.unlink(missing_ok=True)  # the side stages' copy of their inputs
         announce("\n".join(summary_lines(manifest, Path(folder), logs)))
         links = {**stage_artifacts(), "questions: Data Docs": data_docs_link(layout.benchmarks, build_id)}
         markdown_artifact(key="build-summary", markdown=summary_markdown(manifest, Path(folder), links),

@@ -32,12 +32,14 @@ from flows.prefect_api import table_artifact
 
 
 @flow(name="dq")
-def build_audit_tasks(layout: DataLayout, build_dir: Path, seed: int, settings: DqSettings) -> dict:
-    """Returns the manifest's `dq` entry: recipes, extract size, tasks, calibration scores. The warehouse holds the
-    dq models, built with `ProfileVars.with_dq(seed, <the recipes' extract patients>)`."""
+def build_audit_tasks(layout: DataLayout, build_dir: Path, seed: int, settings: DqSettings,
+                      warehouse: Path | None = None) -> dict:
+    """Returns the manifest's `dq` entry: recipes, extract size, tasks, calibration scores. The warehouse (default
+    `layout.warehouse`; a build passes its copy of the side stages' inputs) holds the dq models, built with
+    `ProfileVars.with_dq(seed, <the recipes' extract patients>)`."""
     logger = get_run_logger()
     recipes = load_recipes(settings.recipes)
-    extract = read_extract(layout.warehouse)
+    extract = read_extract(warehouse or layout.warehouse)
     dq_dir = BuildLayout(build_dir).dq
     files = ExtractFiles(extract)  # the extract's rows formatted once, for every task
     written = [entry for recipe in recipes.tasks for entry in make_task(extract, recipe, seed, dq_dir, files)]

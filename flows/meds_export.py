@@ -44,16 +44,19 @@ LICENSES = {"demo": "ODbL-1.0", "full": "PhysioNet Credentialed Health Data Lice
 
 @flow(name="meds")
 def build_meds(layout: DataLayout, build_dir: Path, releases: dict[str, dict], created_at: datetime, seed: int,
-               conversion_tasks: int = CONVERSION_TASKS, modelling_tasks: int = MODELLING_TASKS) -> dict:
+               conversion_tasks: int = CONVERSION_TASKS, modelling_tasks: int = MODELLING_TASKS,
+               warehouse: Path | None = None) -> dict:
     """Returns the manifest's `meds` entry. `releases`: the ingested releases (dataset → edition, version). The
-    warehouse holds the meds models."""
-    datasets = [write_timeline(layout.warehouse, build_dir, timeline, releases[SOURCES[timeline]], created_at)
+    warehouse (default `layout.warehouse`; a build passes its copy of the side stages' inputs) holds the meds
+    models."""
+    warehouse = warehouse or layout.warehouse
+    datasets = [write_timeline(warehouse, build_dir, timeline, releases[SOURCES[timeline]], created_at)
                 for timeline in TIMELINES]
     table_artifact(key="meds", table=[{"timeline": d.timeline, "subjects": d.subjects, "events": d.events,
                                        "codes": d.codes, "shards": d.shards, "first": d.first_time,
                                        "last": d.last_time, **d.splits} for d in datasets],
                    description="MEDS datasets of the build (meds/<timeline>/), checked against the meds schemas")
-    tasks = write_conversion_tasks(layout.warehouse, build_dir, seed, conversion_tasks)
+    tasks = write_conversion_tasks(warehouse, build_dir, seed, conversion_tasks)
     table_artifact(key="meds-conversion-tasks", table=[
         {"task": t["task_id"], "tables": ", ".join(t["tables"]), "customisations": ", ".join(t["customisations"]),
          "subjects": t["subjects"], "events": t["events"]} for t in tasks],

@@ -52,14 +52,16 @@ NOTE_QUESTION_SUITE = EXPECTATIONS_DIR / "noteqa.json"
 
 @flow(name="noteqa")
 def build_note_questions(layout: DataLayout, build_dir: Path, seed: int, settings: QuestionSettings,
-                         notes_source: NotesSource = "synthetic") -> dict:
-    """Returns the manifest's `noteqa` entry: notes source, generator, counts, files, validation. The warehouse holds
-    the models of `NOTES_MODELS[notes_source]`."""
+                         notes_source: NotesSource = "synthetic", warehouse: Path | None = None) -> dict:
+    """Returns the manifest's `noteqa` entry: notes source, generator, counts, files, validation. The warehouse
+    (default `layout.warehouse`; a build passes its copy of the side stages' inputs) holds the models of
+    `NOTES_MODELS[notes_source]`."""
     logger = get_run_logger()
+    warehouse = warehouse or layout.warehouse
     if notes_source == "synthetic":
-        facts, every_note = read_synthetic_notes(layout.warehouse)
+        facts, every_note = read_synthetic_notes(warehouse)
     else:
-        facts, every_note = [], read_notes(layout.warehouse, notes_source)
+        facts, every_note = [], read_notes(warehouse, notes_source)
     notes = patients_asked(every_note, settings.note_patients, seed)
     model = settings.note_question_model or environment().note_question_model
     if model:

@@ -1,9 +1,11 @@
-"""The stages after databases, side by side in worker processes: fhir → questions, and dq, noteqa, meds.
+"""The stages from the databases stage on, side by side in worker processes: dq, noteqa, meds (started during the
+databases stage, on their copy of what they read), and fhir → questions (started once dbt has built the FHIR models).
 
-They only read the warehouse (the databases stage built every model they need in its dbt run) and write into
-separate folders of the build, and their work is mostly Python, which threads would run on one core. So they run as
-Prefect tasks on a ProcessPoolTaskRunner (one worker per core): each task runs its stage's subflow in a worker, timed
-there. In the Prefect UI a stage is a `stage/<name>` task run of build-benchmark with the stage's subflow under it.
+They only read (the warehouse, or the side stages' copy) and write into separate folders of the build, and their work
+is mostly Python, which threads would run on one core. So they run as Prefect tasks on a ProcessPoolTaskRunner (one
+worker per core, at a lower priority than the flow's process, whose dbt run they must not slow): each task runs its
+stage's subflow in a worker, timed there. In the Prefect UI a stage is a `stage/<name>` task run of build-benchmark
+with the stage's subflow under it.
 
 What the workers log reaches the Prefect API as any run log does (Prefect forwards it); it also reaches the build's
 handlers here — build.log and, from the CLI, the terminal's warnings — as if the stage had run in this process.
@@ -71,14 +73,20 @@ class _Stage:
 
 
 class StageWorkers:
-    """`add` the stages, then `run()`: each stage's result, its end reported through `on_done` as it happens.
+    """`add` the stages, optionally `start()` those added so far, then `run()`: each stage's result, its end reported
+    through `on_done` as it happens.
 
     A stage goes to a worker when one is free and the stages it comes after have succeeded, the first added first:
-    so a stage that waited for another (questions, for fhir) does not queue behind the ones added after it."""
+    so a stage that waited for another (questions, for fhir) does not queue behind the ones added after it. `start()`
+    hands the stages added so far to the pool at once (they queue there for a free worker), so that they run while
+    this process goes on with other work; `run()` collects them with the rest."""
 
     def __init__(self, runner: ProcessPoolTaskRunner, workers: int, on_done: StageEnded):
         self._runner, self.workers, self._on_done = runner, workers, on_done
         self._stages: dict[str, _Stage] = {}
+        self._waiting: list[str] = []
+        self._running: dict[str, tuple[float, Any]] = {}  # name -> (when it was handed over, its future)
+        self._outcomes: dict[str, Any] = {}
 
     def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), **parameters: Any) -> None:
         """Stage `name`: `stage_flow` (a module-level flow) called with `parameters`, once the stages `after` have
@@ -87,29 +95,32 @@ class StageWorkers:
         if unknown:
             raise ValueError(f"stage {name} comes after {unknown}: add those first")
         self._stages[name] = _Stage(f"{stage_flow.fn.__module__}:{stage_flow.fn.__name__}", parameters, after)
+        self._waiting.append(name)
+
+    def start(self) -> None:
+        """Hand every stage added so far that comes after none to the pool now, whether or not a worker is free."""
+        for name in [n for n in self._waiting if not self._stages[n].after]:
+            self._submit(name)
 
     def run(self) -> dict[str, Any]:
         """Every stage's result by name once all have ended. Else the first failed stage's error (in the order they
         were added), raised once every stage has ended, so that no worker still writes into a build being
         discarded."""
-        waiting, running, outcomes = list(self._stages), {}, {}
-        while waiting or running:
-            for name in [n for n in waiting if all(before in outcomes for before in self._stages[n].after)]:
+        outcomes = self._outcomes
+        while self._waiting or self._running:
+            for name in [n for n in self._waiting if all(before in outcomes for before in self._stages[n].after)]:
                 failed_before = [b for b in self._stages[name].after if isinstance(outcomes[b], BaseException)]
                 if failed_before:
-                    waiting.remove(name)
+                    self._waiting.remove(name)
                     outcomes[name] = StageNotRun(f"{', '.join(failed_before)} failed")
                     self._on_done(name, outcomes[name], 0.0)
-                elif len(running) < self.workers:
-                    waiting.remove(name)
-                    stage = self._stages[name]
-                    running[name] = (time.perf_counter(), self._runner.submit(
-                        run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters}))
-            if not running:
+                elif len(self._running) < self.workers:
+                    self._submit(name)
+            if not self._running:
                 continue  # only stages not run were found: look again at what waits
-            done = wait([future for _, future in running.values()], timeout=1).done
-            for name in [n for n, (_, future) in running.items() if future in done]:
-                started, future = running.pop(name)
+            done = wait([future for _, future in self._running.values()], timeout=1).done
+            for name in [n for n, (_, future) in self._running.items() if future in done]:
+                started, future = self._running.pop(name)
                 try:
                     outcomes[name] = future.result()
                 except BaseException as exc:  # noqa: BLE001 — reported, then raised below
@@ -120,12 +131,19 @@ class StageWorkers:
                 raise outcome
         return {name: outcomes[name].result for name in self._stages}
 
+    def _submit(self, name: str) -> None:
+        self._waiting.remove(name)
+        stage = self._stages[name]
+        self._running[name] = (time.perf_counter(), self._runner.submit(
+            run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters}))
+
 
 @contextmanager
 def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterator[StageWorkers]:
     """A process pool of `max_workers` for the stages of a build flow's run; default: Prefect's setting
     PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS (1 runs the stages one at a time: the least memory), else the
-    cores.
+    cores. (One more, so that fhir never waits for a side stage to end, measured no faster on 2 cores: the stages
+    are bound by the CPU they share.)
 
     Without a configured API the flow runs on Prefect's temporary server; the workers are pointed at it (else each
     would start its own)."""
@@ -134,16 +152,23 @@ def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterat
     workers = (max_workers or get_current_settings().tasks.runner.process_pool_max_workers or os.cpu_count()
                or 1)
     runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here],
-                                   initializer=_stdout_to_stderr)
+                                   initializer=_set_up_worker)
     with temporary_settings({PREFECT_API_URL: api_url}), runner:
         yield StageWorkers(runner, workers, on_done)
 
 
-def _stdout_to_stderr() -> None:
+WORKER_NICENESS = 10  # below the flow's own process: its dbt run is the build's critical path while workers run
+
+
+def _set_up_worker() -> None:
     """A worker writes nothing to stdout, where the CLI prints the published folder: whatever a library prints there
-    (Python or native code) goes to stderr."""
+    (Python or native code) goes to stderr. It runs at a lower priority than the flow's process, so that the stages
+    started while the databases stage's dbt run goes on take the cores it leaves idle, not its own (the workers are
+    all equal among themselves)."""
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    with suppress(OSError):
+        os.nice(WORKER_NICENESS)
 
 
 def _run_logs_here() -> Callable[[str, Any], tuple[str, Any]]:

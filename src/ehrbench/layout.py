@@ -339,6 +339,11 @@ class DataLayout(BaseModel):
         return self.root / "build.lock"
 
     @property
+    def side_stage_inputs(self) -> Path:
+        """A build's copy of what the dq, noteqa and meds stages read (ehrbench.side_stages), deleted when it ends."""
+        return self.root / "side_stage_inputs.duckdb"
+
+    @property
     def benchmarks(self) -> Path:
         return self.root / "benchmarks"
 

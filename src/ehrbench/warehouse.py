@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +95,41 @@ def table_row_counts(con: duckdb.DuckDBPyConnection, schema_prefixes: tuple[str,
         "where " + " or ".join("table_schema like ?" for _ in schema_prefixes) + " order by 1, 2",
         [p + "%" for p in schema_prefixes]).fetchall()
     return {f"{s}.{t}": con.execute(f'select count(*) from "{s}"."{t}"').fetchone()[0] for s, t in names}
+
+
+def copy_relations(warehouse: Path, copy: Path, relations: Sequence[str]) -> dict[str, int]:
+    """A new DuckDB file `copy` holding `relations` of the warehouse — whole schemas ("dq__mimic_iv") or tables
+    ("raw_mimic_iv.patients") — each under its own schema and name, as a table (a view's rows become one). Returns
+    the rows per copied relation. Other processes can read the copy while dbt writes the warehouse: DuckDB lets no
+    other process open a file that one writes."""
+    copy.unlink(missing_ok=True)
+    copy.with_name(copy.name + ".wal").unlink(missing_ok=True)
+    source = warehouse.stem  # dbt's views name their tables with the warehouse's catalog: attach it under that name
+    con = open_duckdb(copy)
+    try:
+        con.execute(f"attach '{warehouse}' as \"{source}\" (read_only)")
+        tables: list[tuple[str, str]] = []
+        for relation in relations:
+            schema, _, table = relation.partition(".")
+            found = [name for (name,) in con.execute(
+                "select table_name from information_schema.tables where table_catalog = ? and table_schema = ? "
+                "and (? = '' or table_name = ?) order by table_name", [source, schema, table, table]).fetchall()]
+            if not found:
+                raise MissingInputError(f"{warehouse} has no {relation}; was its dbt model built?")
+            tables += [(schema, name) for name in found]
+        for schema in dict.fromkeys(schema for schema, _ in tables):
+            con.execute(f'create schema "{schema}"')
+        counts = {}
+        for schema, table in tables:
+            con.execute(f'create table "{schema}"."{table}" as select * from "{source}"."{schema}"."{table}"')
+            counts[f"{schema}.{table}"] = con.execute(f'select count(*) from "{schema}"."{table}"').fetchone()[0]
+        con.execute(f'detach "{source}"')
+    except BaseException:
+        con.close()
+        copy.unlink(missing_ok=True)
+        raise
+    con.close()
+    return counts
 
 
 def drop_schemas(path: Path, schemas: tuple[str, ...]) -> None:

@@ -1,6 +1,7 @@
 """The build's later stages side by side (flows/stage_workers.py), with toy stage flows on a real Prefect server and a
-real process pool: they run at once in other processes, `after` orders them, their logs reach this process's
-handlers, and a failure ends the run only once every stage has ended."""
+real process pool: they run at once in other processes (at a lower priority), `start()` hands them over while the
+caller goes on, `after` orders them, their logs reach this process's handlers, and a failure ends the run only once
+every stage has ended."""
 
 from __future__ import annotations
 
@@ -74,6 +75,12 @@ def after_the_others(folder: Path) -> dict:
     return {"pid": os.getpid(), "started": started, "saw": sorted(p.name for p in folder.iterdir())}
 
 
+@flow(name="toy-stage-early")
+def early(folder: Path) -> dict:
+    (folder / "early").write_text(str(os.getpid()))
+    return {"pid": os.getpid(), "niceness": os.getpriority(os.PRIO_PROCESS, 0)}
+
+
 @flow(name="toy-stage-fails")
 def fails(message: str) -> None:
     raise ValueError(message)
@@ -81,13 +88,17 @@ def fails(message: str) -> None:
 
 @flow(name="toy-parent")
 def run_stages(folder: Path) -> tuple[BaseException | None, dict]:
-    """a and b meet (b stays 3 s longer); c comes after a, d has no stage before it, broken fails, e comes after
-    broken. Returns what run() raised and each stage's outcome (or error) as reported when it ended."""
+    """early is started and has run before run() is called; a and b meet (b stays 3 s longer); c comes after a, d has
+    no stage before it, broken fails, e comes after broken. Returns what run() raised and each stage's outcome (or
+    error) as reported when it ended."""
     from flows.stage_workers import stage_workers
 
     ended: dict = {}
     with stage_workers(on_done=lambda name, outcome, seconds: ended.update({name: (outcome, seconds)}),
                        max_workers=2) as workers:
+        workers.add("early", early, folder=folder)
+        workers.start()
+        _wait_for(folder / "early")  # handed to a worker by start(), with run() not called yet
         workers.add("a", meets, folder=folder, mine="a", theirs="b")
         workers.add("b", meets, folder=folder, mine="b", theirs="a", linger_s=3)
         workers.add("c", after_the_others, after=("a",), folder=folder)
@@ -134,7 +145,7 @@ def test_stages_run_at_once_in_other_processes_in_order_and_log_here(stages_run)
     a, b, c, d = (ended[name][0].result for name in "abcd")
     assert len({a["pid"], b["pid"], os.getpid()}) == 3  # a and b met: two worker processes, not this one
     # a ends first: c (after a) goes to its worker before d, which was added after c and waited since the start
-    assert a["ended"] <= c["started"] < d["started"] and c["saw"] == ["a", "b"]
+    assert a["ended"] <= c["started"] < d["started"] and c["saw"] == ["a", "b", "early"]
     assert all(outcome.timing.seconds >= 0 and seconds >= outcome.timing.seconds
                for outcome, seconds in (ended[name] for name in "abcd"))
     messages = [r.getMessage() for r in stages_run["log"] if r.levelno == logging.WARNING]
@@ -143,12 +154,20 @@ def test_stages_run_at_once_in_other_processes_in_order_and_log_here(stages_run)
         assert f"stage output {pid}" in stages_run["err"] and f"stage output {pid}" not in stages_run["out"]
 
 
+def test_a_started_stage_ran_before_run_was_called_below_this_processs_priority(stages_run):
+    from flows.stage_workers import WORKER_NICENESS
+
+    outcome = stages_run["ended"]["early"][0].result
+    assert outcome["pid"] != os.getpid()
+    assert outcome["niceness"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS)
+
+
 def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_not_run(stages_run):
     from flows.stage_workers import StageNotRun
 
     raised, ended = stages_run["raised"], stages_run["ended"]
     assert isinstance(raised, ValueError) and str(raised) == "stage broke"
-    assert set(ended) == {"a", "b", "c", "d", "broken", "e"}  # every stage ended before the error was raised
+    assert set(ended) == {"early", "a", "b", "c", "d", "broken", "e"}  # every stage ended before the error was raised
     assert isinstance(ended["broken"][0], ValueError)
     assert isinstance(ended["e"][0], StageNotRun) and str(ended["e"][0]) == "broken failed"
     assert f"stage output {ended['d'][0].result['pid']}" in stages_run["err"]  # d ran; e did not

@@ -39,6 +39,7 @@ NOTES_DATABASE = "mimic_iv"  # the notes are MIMIC-IV's (the suite's `db`)
 # where each source's notes are built (dbt models/notes/<folder>/, built by the noteqa stage): schema and selector
 NOTES_SCHEMAS: dict[str, str] = {"synthetic": "notes__mimic_iv", "mimic_iv_note": "notes__mimic_iv_note"}
 NOTES_MODELS: dict[str, str] = {"synthetic": "notes.mimic_iv", "mimic_iv_note": "notes.mimic_iv_note"}
+FACTS_SCHEMA = "int_notes__mimic_iv"  # the admissions' facts the synthetic notes are written from
 NOTE_COLUMNS = ("note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text")
 NOTE_SCHEMA = pa.schema([
     ("note_id", pa.string()), ("subject_id", pa.int64()), ("hadm_id", pa.int64()), ("note_type", pa.string()),
@@ -79,10 +80,10 @@ def read_synthetic_notes(warehouse: Path) -> tuple[list[AdmissionFacts], dict[in
     """The admissions' facts (int_notes__mimic_iv__admission_facts) and the synthetic discharge summaries."""
     con = open_duckdb(str(warehouse), read_only=True)
     try:
-        facts = [AdmissionFacts(*row) for row in con.execute("""
+        facts = [AdmissionFacts(*row) for row in con.execute(f"""
             select subject_id, hadm_id, note_seq, dischtime, length_of_stay_days, principal_diagnosis,
                    first_abnormal_lab, discharge_location
-            from int_notes__mimic_iv.int_notes__mimic_iv__admission_facts order by subject_id, note_seq""").fetchall()]
+            from {FACTS_SCHEMA}.int_notes__mimic_iv__admission_facts order by subject_id, note_seq""").fetchall()]
     finally:
         con.close()
     return facts, read_notes(warehouse, "synthetic")
