@@ -220,8 +220,8 @@ stop: ## stop the worker, then the server (by PID), then PostgreSQL, and point t
 	@[ ! -d $(PG_DIR) ] || $(PG) stop $(PG_DIR)
 	@$(UV) run prefect config unset PREFECT_API_URL -y >/dev/null 2>&1 || true
 
-bench: install ## time and measure a cold demo build per stage (median and range of RUNS=3 builds)
-	$(UV) run python bench/build_demo.py $(if $(RUNS),--runs $(RUNS))
+bench: install ## time and measure a cold demo build per stage (median and range of RUNS=3 builds; COLD=1: empty caches)
+	$(UV) run python bench/build_demo.py $(if $(RUNS),--runs $(RUNS)) $(if $(COLD),--cold-caches)
 
 bench-profiles: install ## time the dbt profiles and export on the demo against the EHRSQL-2024 reference
 	$(UV) run python bench/profiles.py

@@ -5,7 +5,10 @@
 Each stage runs in its own fresh Python process through the library (no Prefect), in order, on a
 new data directory, so its time includes its imports and its peak RSS is its own. Then the whole
 pipeline runs --runs times (default 3) through `ehrbench build`, each in a new data directory with its own
-temporary Prefect server on a new database; per stage the median and range of the runs.
+temporary Prefect server on a new database; per stage the median and range of the runs. The user's cache folder
+(EHRBENCH_CACHE_DIR: dbt's parse of the project, the temporary server's migrated database) is kept, as a new data
+directory on a machine that built before finds it; --cold-caches gives each run an empty one instead, as the first
+build on a machine (it parses the project and migrates the template database).
 Goal as the pipeline grows: <= 60 s and <= 2 GiB on 2 cores for both demos.
 """
 
@@ -78,11 +81,14 @@ def run_stage(name: str, args: dict) -> dict:
     return {"stage": name, "seconds": round(figures.pop("wall_s"), 1), **figures}
 
 
-def cli_build(tmp: Path, run: int, args: dict) -> dict:
+def cli_build(tmp: Path, run: int, args: dict, cold_caches: bool = False) -> dict:
     """One `ehrbench build` in a new data directory with a new PREFECT_HOME (so its temporary Prefect server starts
-    on a new database, as a first build does): wall time, the manifest's stage times, peak RSS of its processes."""
+    on a new database, as in a new data directory): wall time, the manifest's stage times, peak RSS of its
+    processes. `cold_caches`: an empty cache folder of its own, as on a machine that never built."""
     env = {**os.environ, "PREFECT_HOME": str(tmp / f"prefect-{run}"), "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
+    if cold_caches:
+        env["EHRBENCH_CACHE_DIR"] = str(tmp / f"cache-{run}")
     env.pop("PREFECT_API_URL", None)
     started = time.perf_counter()
     out = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "build", "--data-dir",
@@ -112,23 +118,28 @@ def main() -> None:
                         or SHARED / "mimic-iv-demo-2.2")
     parser.add_argument("--eicu-dir", default=os.environ.get("EHRBENCH_EICU_DIR") or SHARED / "eicu-demo-2.0.1")
     parser.add_argument("--runs", type=int, default=3, help="whole builds through the CLI (median and range)")
+    parser.add_argument("--cold-caches", action="store_true",
+                        help="an empty cache folder per build (a first build on the machine)")
+    parser.add_argument("--builds-only", action="store_true", help="skip the library stages in fresh processes")
     options = parser.parse_args()
     env_note = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
 
     with tempfile.TemporaryDirectory(prefix="ehrbench-bench-") as tmp:
         args = {"data_dir": str(Path(tmp) / "stages"), "repo": str(REPO),
                 "mimic_iv_dir": str(options.mimic_iv_dir), "eicu_dir": str(options.eicu_dir)}
-        rows = [run_stage(name, args) for name in STAGES]
-        builds = [cli_build(Path(tmp), run, args) for run in range(options.runs)]
+        rows = [] if options.builds_only else [run_stage(name, args) for name in STAGES]
+        builds = [cli_build(Path(tmp), run, args, options.cold_caches) for run in range(options.runs)]
 
     print(f"Cold demo build ({env_note})")
-    print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}   (library only, each in a fresh process)")
-    for row in rows:
-        print(f"{row['stage']:<12}{row['seconds']:>10.1f}{row['peak_rss_mib']:>15.0f}")
-    print(f"{'sum':<12}{sum(r['seconds'] for r in rows):>10.1f}{max(r['peak_rss_mib'] for r in rows):>15.0f}")
-    print()
+    if rows:
+        print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}   (library only, each in a fresh process)")
+        for row in rows:
+            print(f"{row['stage']:<12}{row['seconds']:>10.1f}{row['peak_rss_mib']:>15.0f}")
+        print(f"{'sum':<12}{sum(r['seconds'] for r in rows):>10.1f}{max(r['peak_rss_mib'] for r in rows):>15.0f}")
+        print()
+    caches = "an empty cache folder each time" if options.cold_caches else "the user's cache folder"
     print(f"ehrbench build, {len(builds)} run(s): seconds, median (min-max); temporary Prefect server on a new "
-          "database each time")
+          f"database each time; {caches}")
     print(f"  {'no stage':<10}{spread([b['outside_stages'] for b in builds]):>20}   imports, starting the temporary "
           "Prefect server, the build's summary")
     for name in builds[0]["stages"]:

@@ -156,8 +156,10 @@ def _stream(result: duckdb.DuckDBPyConnection):
 
 
 def _write_ndjson(con: duckdb.DuckDBPyConnection, resource_type: str, path: Path) -> None:
-    rows = con.execute("select resource::varchar from resources where resource_type = ? order by id", [resource_type])
-    # level 1: a third faster than the default 9 on half a million resources, for a file a quarter larger
+    texts = con.execute("select resource::varchar from resources where resource_type = ? order by id",
+                        [resource_type]).to_arrow_table().column(0)
+    # level 1: a third faster than the default 9 on half a million resources, for a file a quarter larger. A chunk of
+    # lines per write, not a line: zlib's output does not depend on how its input is cut, and the calls cost 3 s.
     with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=1) as out:
-        for text in _stream(rows):
-            out.write(text.encode() + b"\n")
+        for chunk in texts.chunks:
+            out.write("".join(f"{text}\n" for text in chunk.to_pylist()).encode())
