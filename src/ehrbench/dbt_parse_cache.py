@@ -4,11 +4,13 @@ dbt parses the project before every command (10 s cold on 2 cores, more than the
 keeps the result in `<target>/partial_parse.msgpack`; the next command in the same target folder re-parses only the
 files that changed. A new data directory has a new target folder, so its first build parsed everything. Here the
 file is copied into a fresh target folder from a cache folder shared by every data directory, and back after a
-command, under a key of what dbt's own check of the file does not cover:
+command, under a key of what makes dbt parse everything again, so that the parses of different ones coexist instead
+of replacing each other:
 - the project folder (a second checkout has its own file paths),
-- the warehouse file's name (dbt-duckdb names the database after it, and the parsed nodes keep that name),
-- the vars (dbt re-parses everything when they change; a key per set of vars lets several seeds' parses coexist).
-dbt still checks the copied file itself — dbt version, profile, project files' hashes — and parses what differs.
+- the warehouse file's name (a profile value: dbt-duckdb names the database after it),
+- the vars (a key per set of vars keeps several seeds' parses).
+dbt still checks the copied file itself — dbt version, vars, profile values, project files' hashes — and parses what
+differs.
 """
 
 from __future__ import annotations

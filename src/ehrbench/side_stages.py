@@ -21,8 +21,6 @@ from ehrbench.settings import NotesSource
 from ehrbench.sources.ingest import META_SCHEMA
 from ehrbench.sources.releases import raw_schema
 
-SIDE_STAGES = ("dq", "noteqa", "meds")
-
 
 def side_models(notes_source: NotesSource) -> list[str]:
     """dbt selectors of the models the side stages read."""

@@ -18,6 +18,8 @@ import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
+from ehrbench.layout import write_once
+
 SQLITE_URL = "sqlite+aiosqlite:///"  # Prefect's own scheme for its SQLite database
 
 
@@ -34,10 +36,8 @@ def seed_database(database: Path, cache_dir: Path) -> bool:
         return False
     try:
         template = migrated_template(cache_dir / "prefect" / version("prefect"))
-        database.parent.mkdir(parents=True, exist_ok=True)
-        partial = database.with_name(f".{database.name}.copying")
-        shutil.copyfile(template, partial)
-        os.replace(partial, database)  # never a half-copied database in a server's place
+        # never a half-copied database in a server's place; a second command seeding at once finds it there
+        write_once(database, lambda partial: shutil.copyfile(template, partial))
     except (OSError, subprocess.SubprocessError):
         return False
     return True
