@@ -34,7 +34,13 @@ with charts as (
         c.valuenum,
         c.valueuom as profile_valueuom
     from {{ ref('int_ehrsql2024__mimic_iv__chartevents') }} as c
-    qualify row_number() over (partition by c.stay_id, raw_charttime, c.itemid, raw_value order by c.file_row) = 1
+    -- the first row of each key in file order, found by a grouping: numbering every row in a window partitioned by
+    -- the key cost a quarter of this model
+    where c.file_row in (
+        select min(file_row)
+        from {{ ref('int_ehrsql2024__mimic_iv__chartevents') }}
+        group by stay_id, source_key->>'charttime', itemid, source_key->>'value'
+    )
 
 ),
 
