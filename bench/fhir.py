@@ -9,7 +9,7 @@ Per factor f, on a new warehouse under --work-dir (default data/bench/, gitignor
 ingest + replicate + `dbt run` staging and the ehrsql2024 profile (cohort 100 * f patients) and the race seed, not
 timed; then per view, each in a fresh Python process: `dbt run` of the view's models (generation: wall time of the
 whole dbt invocation, and the sum of the model nodes' own times), the export into a build folder (ndjson.gz +
-DuckDB + reference check, without validation), and validation with fhir.resources (all resources up to
+DuckDB + reference check, without validation; also given as resources per second of generation and export together), and validation with fhir.resources (all resources up to
 --validate-sample, default 100k, else a seeded sample of that size). Goal (issues 4, 20): >= 200k resources/s
 generation. Prints one line per factor and view, then a JSON line.
 """
@@ -112,7 +112,9 @@ def run_factor(factor: int, options, work: Path) -> list[dict]:
                 "generated_per_s_wall": round(n / generated["wall_s"]),
                 "generated_per_s_nodes": round(n / generated["node_s"]),
                 "generate_peak_rss_mib": round(generated["peak_rss_mib"]),
-                "export_s": round(exported["export_s"], 2), "dangling_references": exported["dangling_references"],
+                "export_s": round(exported["export_s"], 2), "export_peak_rss_mib": round(exported["peak_rss_mib"]),
+                "generated_and_exported_per_s": round(n / (generated["node_s"] + exported["export_s"])),
+                "dangling_references": exported["dangling_references"],
                 "validate_s": round(validated["validate_s"], 2), "invalid": validated["invalid"],
                 "validated_per_s": round(validated["validated"] / validated["validate_s"]),
                 "validate_peak_rss_mib": round(validated["peak_rss_mib"])})
@@ -134,7 +136,9 @@ def main() -> None:
             print(f"x{factor} {result['view']}: {result['resources']:,} resources; generation "
                   f"{result['generate_node_s']} s in dbt nodes ({result['generated_per_s_nodes']:,}/s; goal "
                   f"{GOAL_PER_S:,}/s), {result['generate_wall_s']} s with dbt start-up "
-                  f"({result['generated_per_s_wall']:,}/s); export {result['export_s']} s; validation "
+                  f"({result['generated_per_s_wall']:,}/s); export {result['export_s']} s "
+                  f"(peak RSS {result['export_peak_rss_mib']} MiB; {result['generated_and_exported_per_s']:,}/s with "
+                  f"generation); validation "
                   f"{result['validate_s']} s ({result['validated_per_s']:,}/s, {result['invalid']} invalid); "
                   f"peak RSS {result['generate_peak_rss_mib']} / {result['validate_peak_rss_mib']} MiB", flush=True)
     print(json.dumps(results))
