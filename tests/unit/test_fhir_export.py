@@ -7,9 +7,10 @@ import hashlib
 import json
 
 import duckdb
+import pyarrow as pa
 import pytest
 
-from ehrbench.fhir.export import export_fhir
+from ehrbench.fhir.export import _string_bytes, export_fhir
 
 
 def _patient(i: int, gender: str = "female") -> str:
@@ -104,3 +105,13 @@ def test_sampled_validation_also_checks_resources_of_no_patient(warehouse, tmp_p
     assert sampled.counts["Location"] == 2
     assert sampled.validated_patients == 9  # 30 patients x 30 / 92 resources
     assert sampled.validation.checked == 9 * 3 + 2  # the sampled patients' resources and both Locations
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string()])
+def test_a_batch_of_lines_is_written_as_its_string_bytes(kind):
+    lines = pa.array(["{}\n", '{"a":"é"}\n', "x\n", "yz\n"], type=kind)
+    assert bytes(_string_bytes(lines)) == '{}\n{"a":"é"}\nx\nyz\n'.encode()
+    assert bytes(_string_bytes(lines.slice(1, 2))) == '{"a":"é"}\nx\n'.encode()  # an Arrow slice: offsets shifted
+    assert bytes(_string_bytes(lines.slice(4))) == b""
+    with pytest.raises(ValueError, match="NULL"):
+        _string_bytes(pa.array(["{}\n", None], type=kind))

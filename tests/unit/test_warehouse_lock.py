@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from ehrbench.errors import BuildInProgressError
-from ehrbench.warehouse import build_lock, connect, table_row_counts
+from ehrbench.warehouse import WAREHOUSE_STORAGE_VERSION, build_lock, connect, table_row_counts
 
 HOLD_LOCK = textwrap.dedent("""
     import sys
@@ -117,6 +117,27 @@ def test_connect_closes_the_connection(tmp_path):
         con.execute("create table t as select 1 as x")
     with pytest.raises(duckdb.ConnectionException):
         con.execute("select 1")
+
+
+def _storage_version(con) -> str:
+    return con.execute("select tags['storage_version'] from duckdb_databases() where database_name = "
+                       "current_database()").fetchone()[0]
+
+
+def test_a_new_warehouse_stores_text_with_zstd_and_keeps_its_format(tmp_path):
+    """The FHIR models force zstd for their JSON; DuckDB's default file format would silently store it otherwise."""
+    path = tmp_path / "w.duckdb"
+    with connect(path) as con:
+        assert _storage_version(con).startswith(WAREHOUSE_STORAGE_VERSION)
+        con.execute("set force_compression = 'zstd'")
+        con.execute("create table t as select repeat('{\"resourceType\":\"Observation\"}', 20) || i as resource "
+                    "from range(200000) as r(i)")
+        con.execute("checkpoint")
+        methods = {m for (m,) in con.execute("select distinct compression from pragma_storage_info('t') "
+                                             "where segment_type = 'VARCHAR'").fetchall()}
+    assert methods == {"ZSTD"}
+    with connect(path, read_only=True) as con:  # reopened with DuckDB's defaults: the file keeps its format
+        assert _storage_version(con).startswith(WAREHOUSE_STORAGE_VERSION)
 
 
 def test_table_row_counts_by_schema_prefix(tmp_path):
