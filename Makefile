@@ -74,7 +74,7 @@ stop() { local f=$(RUN_DIR)/$$1.pid p g groups sig i n=0; \
     echo "stopped $$1 (pid $$p; process groups $$(echo $$groups); signals sent: $$n, last SIG$$sig)"; \
   else echo "$$1: not running"; fi; rm -f $$f; }
 
-.PHONY: help install gx-assets browser postgres sandbox demo build builds report docs test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-fhir bench-meds bench-questions bench-dq bench-evaluate bench-report clean
+.PHONY: help install gx-assets browser postgres sandbox demo build builds report docs test test-unit lint server deploy stop bench bench-profiles bench-scaleup bench-scaleup-profiles bench-fhir bench-meds bench-questions bench-dq bench-evaluate bench-report clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -226,7 +226,10 @@ bench: install ## time and measure a cold demo build per stage (median and range
 bench-profiles: install ## time the dbt profiles and export on the demo against the EHRSQL-2024 reference
 	$(UV) run python bench/profiles.py
 
-bench-scaleup: install ## rebuild staging + profiles on the MIMIC-IV demo replicated x1, x10, x100
+bench-scaleup: install ## the whole build on the MIMIC-IV demo replicated x1, x10, x100: each stage's time and memory (FACTORS=…)
+	$(UV) run python bench/scaleup_build.py $(if $(FACTORS),--factors $(FACTORS))
+
+bench-scaleup-profiles: install ## staging + profiles only on the replicated demo (FACTORS=…): the EHRSQL-2024 comparison
 	$(UV) run python bench/scaleup.py $(if $(FACTORS),--factors $(FACTORS))
 
 bench-fhir: install ## FHIR resources (both views) generated/validated per second (demo, x10); served search latency
