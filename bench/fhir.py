@@ -9,8 +9,9 @@ Per factor f, on a new warehouse under --work-dir (default data/bench/, gitignor
 ingest + replicate + `dbt run` staging and the ehrsql2024 profile (cohort 100 * f patients) and the race seed, not
 timed; then per view, each in a fresh Python process: `dbt run` of the view's models (generation: wall time of the
 whole dbt invocation, and the sum of the model nodes' own times), the export into a build folder (ndjson.gz +
-DuckDB + reference check, without validation; also given as resources per second of generation and export together), and validation with fhir.resources (all resources up to
---validate-sample, default 100k, else a seeded sample of that size). Goal (issues 4, 20): >= 200k resources/s
+DuckDB + reference check, without validation; also given as resources per second of generation and export
+together), and validation with fhir.resources (all resources up to --validate-sample, default 100k, else a seeded
+sample of that size). Goal (issues 4, 20): >= 200k resources/s
 generation. Prints one line per factor and view, then a JSON line.
 """
 

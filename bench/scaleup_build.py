@@ -131,7 +131,7 @@ def timed_build(folder: Path, mimic_iv_dir: Path, eicu_dir: Path) -> dict:
         memory.stop()
     wall = time.perf_counter() - started
     if build.returncode:
-        raise RuntimeError(f"ehrbench build failed (exit {build.returncode}); its log: {folder / 'build.log'}")
+        raise RuntimeError(f"ehrbench build failed (exit {build.returncode}); its logs are kept beside {folder}")
     manifest = json.loads((Path(stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
     stages = {}
     for name, timing in manifest["stages"].items():
@@ -156,6 +156,12 @@ def run_factor(factor: int, options) -> dict:
         print(f"x{factor}: built in {build['wall_s']:.1f} s, peak {build['peak_gib']:.2f} GiB", file=sys.stderr,
               flush=True)
     finally:
+        # kept for a failed or slow build: the CLI's output, and the build's logs (every stage's Prefect log lines)
+        if (folder / "build.log").exists():
+            shutil.copy(folder / "build.log", options.work_dir / f"x{factor}-build.log")
+        shutil.rmtree(options.work_dir / f"x{factor}-logs", ignore_errors=True)
+        if (folder / "data" / "logs").is_dir():
+            shutil.copytree(folder / "data" / "logs", options.work_dir / f"x{factor}-logs")
         if not options.keep:
             shutil.rmtree(folder, ignore_errors=True)
     return {"factor": factor, "mimic_iv_rows": prepared["raw_rows"], "files_gib": prepared["files_gib"], **build}

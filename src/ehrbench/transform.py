@@ -18,7 +18,7 @@ from pathlib import Path
 from ehrbench.dbt_parse_cache import keep_parse, parse_key, restore_parse
 from ehrbench.environment import environment
 from ehrbench.errors import TransformError
-from ehrbench.warehouse import open_duckdb
+from ehrbench.warehouse import duckdb_memory_limit, open_duckdb
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 
@@ -92,7 +92,8 @@ def _dbt_environment(warehouse: Path) -> Iterator[None]:
     """The warehouse reaches profiles.yml by its file name, dbt running in its folder: dbt keys its saved parse on the
     profile's values, so an absolute path would cost every new data directory a full parse (ehrbench.dbt_parse_cache).
     """
-    values = {"EHRBENCH_WAREHOUSE": warehouse.name, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
+    values = {"EHRBENCH_WAREHOUSE": warehouse.name, "EHRBENCH_DUCKDB_MEMORY_LIMIT": duckdb_memory_limit(),
+              "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
     saved, cwd = {key: os.environ.get(key) for key in values}, os.getcwd()
     with _ONE_RUN_AT_A_TIME:
         os.environ.update(values)

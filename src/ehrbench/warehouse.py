@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from ehrbench.environment import environment
 from ehrbench.errors import BuildInProgressError, MissingInputError
 
 
@@ -68,12 +69,25 @@ def holds_build_lock(lock_path: Path) -> bool:
 WAREHOUSE_STORAGE_VERSION = "v1.5.0"
 
 
+def duckdb_memory_limit() -> str:
+    """DuckDB's memory limit in every process of ehrbench: $EHRBENCH_DUCKDB_MEMORY_LIMIT, else a fifth of the
+    machine's memory. DuckDB's own default, 80 % in each process, let the up to three processes of a build that query
+    side by side (dbt or an export in the flow's, two stage workers) claim 240 % of the machine: at 10,000 patients
+    one was killed for memory (bench/scaleup_build.py). Past its limit DuckDB spills to disk."""
+    configured = environment().duckdb_memory_limit
+    if configured:
+        return configured
+    return f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 5 // 2**20}MiB"
+
+
 def open_duckdb(database: Path | str = ":memory:", *, read_only: bool = False,
                 storage_version: str | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection that never draws its progress bar: on a query slower than 2 s it would write the bar to
-    the process's stdout, which is the CLI's answer (the published folder) and a flow's output. `storage_version`:
-    the format of a file this creates (DuckDB's default otherwise)."""
-    config = {"storage_compatibility_version": storage_version} if storage_version else {}
+    """A DuckDB connection within `duckdb_memory_limit()` that never draws its progress bar: on a query slower than
+    2 s it would write the bar to the process's stdout, which is the CLI's answer (the published folder) and a flow's
+    output. `storage_version`: the format of a file this creates (DuckDB's default otherwise)."""
+    config = {"memory_limit": duckdb_memory_limit()}
+    if storage_version:
+        config["storage_compatibility_version"] = storage_version
     con = duckdb.connect(str(database), read_only=read_only, config=config)
     con.execute("set enable_progress_bar = false")  # a connection's own setting: not settable in `config`
     return con

@@ -12,6 +12,7 @@ import json
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from ehrbench.agents.baselines import AbstainAgent, OracleAgent
 from ehrbench.evaluation.tasks import load_tasks
@@ -21,6 +22,7 @@ from ehrbench.meds.conversion_tasks import DEFAULT_EVENT_CONFIG
 from ehrbench.meds.convert import convert, csv_relation
 from ehrbench.meds.event_config import EVENT_COLUMNS, load_event_config
 from ehrbench.meds.modelling_baseline import train_and_score
+from ehrbench.meds.modelling_tasks import TARGETS, aces_config, extract_labels, write_predicate_events
 
 pytestmark = pytest.mark.integration
 
@@ -77,6 +79,23 @@ def test_event_modelling_tasks_hold_no_future_of_a_test_patient_and_reproduce_th
                                 pq.read_table(workspace / "data" / "test" / "0.parquet"), test_labels, gold["seed"])
         assert again["auroc"] == gold["baseline"]["auroc"] and 0.0 < again["auroc"] <= 1.0
         assert 2 <= gold["test"]["positive"] < gold["test"]["subjects"] == test_rows.num_rows
+
+
+def test_aces_labels_the_demo_the_same_from_the_predicate_events_as_from_every_event(demo, tmp_path):
+    """The tasks give ACES only the events a predicate can match (ehrbench.meds.modelling_tasks); on the build's raw
+    MEDS data every target's labels are those of all its events."""
+    shards = f"{BuildLayout(demo).meds('raw') / 'data'}/*.parquet"
+    every, predicate_events = tmp_path / "every.parquet", tmp_path / "predicate_events.parquet"
+    with duckdb.connect() as con:
+        con.execute(f"copy (select * from read_parquet('{shards}') order by subject_id, time nulls first) to '{every}'")
+    write_predicate_events(shards, predicate_events)
+    assert pq.read_metadata(predicate_events).num_rows < pq.read_metadata(every).num_rows / 20
+    for target in TARGETS[:4]:
+        config = tmp_path / f"{target.name}.yaml"
+        config.write_text(yaml.safe_dump(aces_config(target)))
+        labels = [sorted(tuple(r.values()) for r in extract_labels(config, path).to_pylist())
+                  for path in (every, predicate_events)]
+        assert labels[0] == labels[1] and any(positive for *_, positive in labels[0]), target.name
 
 
 @pytest.mark.parametrize("suite", ["meds_conversion", "event_modelling"])

@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from ehrbench.errors import ValidationError
+from ehrbench.meds.export import write_checked, write_checked_batches
 from ehrbench.meds.modelling_baseline import count_features
-from ehrbench.meds.modelling_tasks import TARGETS, aces_config, extract_labels, split_subjects
+from ehrbench.meds.modelling_tasks import TARGETS, aces_config, extract_labels, split_subjects, write_predicate_events
 from ehrbench.workspace.verify import family
 
 HYPERTENSION = TARGETS[0]
@@ -64,6 +66,25 @@ def test_aces_labels_a_discharge_before_the_first_diagnosis_by_whether_it_comes_
     # the discharge that brings the diagnosis (1 and 2's second), and every discharge of 3, are not prediction times
 
 
+@pytest.mark.parametrize("target", TARGETS[:2], ids=lambda t: t.name)
+def test_aces_labels_the_same_from_the_predicate_events_as_from_every_event(tmp_path, events_file, target):
+    (tmp_path / "data").mkdir()
+    pq.write_table(EVENTS, tmp_path / "data" / "0.parquet")
+    predicate_events = tmp_path / "predicate_events.parquet"
+    write_predicate_events(f"{tmp_path / 'data'}/*.parquet", predicate_events)
+    kept = pq.read_table(predicate_events)
+    # only discharges and diagnoses are left: no birth, sex or lab event (the record end of subject 4 is a lab)
+    assert {c.split("//")[0] for c in kept.column("code").to_pylist()} == {"HOSPITAL_DISCHARGE", "DIAGNOSIS"}
+    assert kept.num_rows == EVENTS.num_rows - 3
+    config = tmp_path / "task.yaml"
+    config.write_text(yaml.safe_dump(aces_config(target)))
+
+    def labels(path):
+        return sorted(tuple(r.values()) for r in extract_labels(config, path).to_pylist())
+
+    assert labels(predicate_events) == labels(events_file) != []
+
+
 def _labels(rows: list[tuple]) -> pa.Table:
     return pa.table({"subject_id": pa.array([r[0] for r in rows], pa.int64()),
                      "prediction_time": pa.array([datetime(2100, 1, r[1]) for r in rows], pa.timestamp("us")),
@@ -96,6 +117,44 @@ def test_count_features_use_events_at_or_before_the_prediction_time_and_age():
     assert "GENDER//F" not in codes  # a static event has no time to be before
     again, _ = count_features(EVENTS, rows, codes)
     assert (again == matrix).all()
+
+
+def test_count_features_read_a_parquet_file_as_they_read_a_table(tmp_path, events_file):
+    rows = pa.table({"subject_id": pa.array([1, 2, 4], pa.int64()),
+                     "prediction_time": pa.array([datetime(2100, 6, 3), datetime(2100, 3, 1), datetime(2100, 5, 1)],
+                                                 pa.timestamp("us"))})
+    from_table, codes = count_features(EVENTS, rows)
+    from_file, file_codes = count_features(events_file, rows)
+    # subject 1 by June: birth, two discharges, E119, I10; subjects 2 and 4: their first discharge
+    assert file_codes == codes and (from_file == from_table)[:, 1:].all() and from_table[:, 1:].sum() == 5 + 1 + 1
+
+
+def _meds_events(batches: list[list[tuple]]) -> pa.RecordBatchReader:
+    schema = _events([(1, None, "X")]).schema
+    return pa.RecordBatchReader.from_batches(schema, [_events(rows).to_batches()[0] for rows in batches])
+
+
+def test_a_stream_of_batches_is_written_as_the_whole_table_would_be(tmp_path):
+    import meds
+
+    batches = [EVENTS.to_pylist()[:5], EVENTS.to_pylist()[5:]]
+    rows = [[tuple(r.values()) for r in batch] for batch in batches]
+    streamed = write_checked_batches(tmp_path / "streamed.parquet", meds.DataSchema, _meds_events(rows))
+    whole = write_checked(tmp_path / "whole.parquet", meds.DataSchema, EVENTS)
+    assert pq.read_table(streamed).equals(pq.read_table(whole))
+    assert pq.read_metadata(streamed).num_row_groups == 2  # one batch in memory at a time
+    empty = write_checked_batches(tmp_path / "empty.parquet", meds.DataSchema, _meds_events([]))
+    assert pq.read_table(empty).num_rows == 0 and pq.read_schema(empty).equals(pq.read_schema(whole))
+
+
+def test_a_batch_that_breaks_the_schema_is_named_and_nothing_is_left(tmp_path):
+    import meds
+
+    bad = pa.RecordBatchReader.from_batches(pa.schema([("subject_id", pa.string())]),
+                                            [pa.record_batch({"subject_id": ["a"]})])
+    with pytest.raises(ValidationError, match="bad.parquet: does not conform to meds.DataSchema"):
+        write_checked_batches(tmp_path / "bad.parquet", meds.DataSchema, bad)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.fixture

@@ -123,6 +123,27 @@ def write_checked(path: Path, schema: type, table: pa.Table) -> Path:
     return path
 
 
+def write_checked_batches(path: Path, schema: type, batches: pa.RecordBatchReader) -> Path:
+    """`write_checked` for a stream (e.g. DuckDB's `to_arrow_reader`): each batch aligned, checked and appended, so
+    that memory holds one batch, not the table. No batch: a file of no rows."""
+    def write(tmp: Path) -> None:
+        writer = None
+        try:
+            for batch in batches:
+                aligned = check_table(schema, pa.Table.from_batches([batch]), path)
+                writer = writer or pq.ParquetWriter(tmp, aligned.schema)
+                writer.write_table(aligned)
+            if writer is None:
+                empty = check_table(schema, batches.schema.empty_table(), path)
+                pq.write_table(empty, tmp)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    write_once(path, write)
+    return path
+
+
 def check_table(schema: type, value, path: Path):
     try:
         aligned = schema.align(value) if isinstance(value, pa.Table) else value

@@ -6,6 +6,8 @@ EHRSHOT's grid does. Scored by the test AUROC, the gate an agent must reach."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 
@@ -21,11 +23,16 @@ BASELINE = {"model": "sklearn HistGradientBoostingClassifier", "parameters": PAR
                            "to the prediction time)"}
 
 
-def count_features(events: pa.Table, rows: pa.Table, codes: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
+def count_features(events: pa.Table | Path, rows: pa.Table,
+                   codes: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """One row per label row: age in years at its prediction time, then the count of each of `codes` (default: the
-    MAX_CODES most frequent among these rows' events) at or before it."""
+    MAX_CODES most frequent among these rows' events) at or before it. `events`: a table, or a MEDS parquet file
+    (read by DuckDB, not into memory)."""
     with open_duckdb() as con:
-        con.register("events", events)
+        if isinstance(events, Path):
+            con.execute(f"create view events as select * from read_parquet('{events}')")
+        else:
+            con.register("events", events)
         con.register("label_rows", rows.select(["subject_id", "prediction_time"])
                      .append_column("row_index", pa.array(range(rows.num_rows), pa.int64())))
         con.execute("create temp table counted as select r.row_index, e.code, count(*)::float as n from label_rows r "
@@ -38,18 +45,18 @@ def count_features(events: pa.Table, rows: pa.Table, codes: list[str] | None = N
                            "and e.code = 'MEDS_BIRTH' group by r.row_index, r.prediction_time order by 1").fetchall()
         con.register("vocabulary", pa.table({"code": codes, "column": pa.array(range(1, len(codes) + 1), pa.int64())}))
         cells = con.execute("select c.row_index, v.column, c.n from counted c join vocabulary v using (code)"
-                            ).fetchall()
+                            ).fetchnumpy()
     matrix = np.zeros((rows.num_rows, len(codes) + 1), dtype=np.float32)
     for index, age in ages:
         matrix[index, 0] = np.nan if age is None else age
-    for index, column, count in cells:
-        matrix[index, column] = count
+    matrix[cells["row_index"], cells["column"]] = cells["n"]
     return matrix, codes
 
 
-def train_and_score(train_events: pa.Table, train_rows: pa.Table, test_events: pa.Table, test_rows: pa.Table,
-                    seed: int) -> dict:
-    """The baseline trained on the train rows and its AUROC over the test rows (what gold/task.json records)."""
+def train_and_score(train_events: pa.Table | Path, train_rows: pa.Table, test_events: pa.Table | Path,
+                    test_rows: pa.Table, seed: int) -> dict:
+    """The baseline trained on the train rows and its AUROC over the test rows (what gold/task.json records).
+    The events: tables, or MEDS parquet files."""
     x_train, codes = count_features(train_events, train_rows)
     x_test, _ = count_features(test_events, test_rows, codes)
     y_train = np.asarray(train_rows.column("boolean_value").to_pylist(), dtype=bool)

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from ehrbench.layout import WorkspaceTaskLayout
-from ehrbench.meds.export import write_checked
+from ehrbench.meds.export import EVENT_ORDER, write_checked, write_checked_batches
 from ehrbench.meds.modelling_baseline import BASELINE, train_and_score
 from ehrbench.seeding import keyed_rng
 from ehrbench.warehouse import open_duckdb
@@ -42,6 +42,8 @@ HORIZON_DAYS = 365
 TRAIN_SHARE = 0.6  # of the subjects with a label row, stratified by whether any of their rows is positive
 MIN_POSITIVE_SUBJECTS = 2  # in train and in test each: fewer makes no AUROC worth a gate
 MAX_SUBJECTS = 10_000  # a seeded sample of the cohort beyond this (the full MIMIC-IV has ~200,000 with a discharge)
+DISCHARGE_REGEX = "^HOSPITAL_DISCHARGE//"  # every config's trigger
+BATCH_ROWS = 1_000_000  # events per batch (and parquet row group) of a task's data files
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def aces_config(target: Target) -> dict:
     return {
         "description": f"At each hospital discharge of a patient never coded with {target.label} up to and including "
                        f"it, predict whether {target.label} is first coded in the following {HORIZON_DAYS} days.",
-        "predicates": {"hospital_discharge": {"code": {"regex": "^HOSPITAL_DISCHARGE//"}},
+        "predicates": {"hospital_discharge": {"code": {"regex": DISCHARGE_REGEX}},
                        "target_diagnosis": {"code": {"regex": target.regex}}},
         "trigger": "hospital_discharge",
         "windows": {
@@ -140,13 +142,11 @@ def split_subjects(labels: pa.Table, seed: int, key: str) -> Split | None:
 def write_modelling_tasks(meds_root: Path, tasks_dir: Path, seed: int, count: int) -> list[dict]:
     """The first `count` TARGETS with enough positive subjects, as tasks under `tasks_dir` (from the MEDS dataset at
     `meds_root`, e.g. the build's meds/raw); returns their gold/task.json."""
-    data = meds_root / meds.data_subdirectory
+    shards = f"{meds_root / meds.data_subdirectory}/*.parquet"
     written = []
     with tempfile.TemporaryDirectory(prefix="ehrbench-aces-") as scratch:
-        events = Path(scratch) / "events.parquet"  # one file for ACES (it reads a file, not shards)
-        with open_duckdb() as con:
-            con.execute(f"copy (select * from read_parquet('{data}/*.parquet') order by subject_id, time nulls first)"
-                        f" to '{events}' (format parquet)")
+        events = Path(scratch) / "predicate_events.parquet"  # one file for ACES (it reads a file, not shards)
+        write_predicate_events(shards, events)
         for target in TARGETS:
             if len(written) == count:
                 break
@@ -155,12 +155,23 @@ def write_modelling_tasks(meds_root: Path, tasks_dir: Path, seed: int, count: in
             split = split_subjects(extract_labels(config_path, events), seed, target.name)
             if split is None:
                 continue
-            written.append(write_modelling_task(target, split, events, meds_root, seed,
+            written.append(write_modelling_task(target, split, shards, meds_root, seed,
                                                 WorkspaceTaskLayout(tasks_dir / target.name)))
     return written
 
 
-def write_modelling_task(target: Target, split: Split, events: Path, meds_root: Path, seed: int,
+def write_predicate_events(shards: str, path: Path) -> None:
+    """The events of the MEDS `shards` (a parquet glob) that a predicate of some target's ACES config matches
+    (discharges, target diagnoses): the columns ACES reads, sorted. ACES sums each predicate over a window's events,
+    so an event that matches none adds nothing to any window: it labels the same from these as from every event (tests
+    pin it), and reads, at 10,000 patients, ~1 % of ~100 M events into memory instead of all of them."""
+    regex = "|".join([DISCHARGE_REGEX, *(target.regex for target in TARGETS)]).replace("'", "''")
+    with open_duckdb() as con:
+        con.execute(f"copy (select subject_id, time, code from read_parquet('{shards}') where regexp_matches(code, "
+                    f"'{regex}') order by subject_id, time nulls first, code) to '{path}' (format parquet)")
+
+
+def write_modelling_task(target: Target, split: Split, shards: str, meds_root: Path, seed: int,
                          task: WorkspaceTaskLayout) -> dict:
     workspace = task.workspace
     (workspace / "labels").mkdir(parents=True)
@@ -168,19 +179,19 @@ def write_modelling_task(target: Target, split: Split, events: Path, meds_root: 
     write_checked(workspace / "labels" / "train.parquet", meds.LabelSchema, split.train)
     test_rows = split.test.select(["subject_id", "prediction_time"])
     pq.write_table(test_rows, workspace / "labels" / "test.parquet")
-    with open_duckdb() as con:
+    train_events, test_events = workspace / "data" / "train" / "0.parquet", workspace / "data" / "test" / "0.parquet"
+    with open_duckdb() as con:  # streamed from the shards to the files: a cohort of 10,000 holds ~100 M events
         con.execute(f"create view events as select subject_id, time, code, numeric_value, text_value "
-                    f"from read_parquet('{events}')")
+                    f"from read_parquet('{shards}')")
         con.register("train_rows", split.train)
         con.register("test_rows", test_rows)
-        train_events = con.execute("select * from events where subject_id in (select subject_id from train_rows) "
-                                   "order by subject_id, time nulls first, code").to_arrow_table()
+        write_checked_batches(train_events, meds.DataSchema, con.execute(
+            "select * from events where subject_id in (select subject_id from train_rows) "
+            f"order by {EVENT_ORDER}").to_arrow_reader(BATCH_ROWS))
         # a test subject's events up to its prediction time (static ones too): nothing after can leak its label
-        test_events = con.execute("select e.* from events e join test_rows t using (subject_id) where e.time is null "
-                                  "or e.time <= t.prediction_time order by subject_id, time nulls first, code"
-                                  ).to_arrow_table()
-    write_checked(workspace / "data" / "train" / "0.parquet", meds.DataSchema, train_events)
-    write_checked(workspace / "data" / "test" / "0.parquet", meds.DataSchema, test_events)
+        write_checked_batches(test_events, meds.DataSchema, con.execute(
+            "select e.* from events e join test_rows t using (subject_id) where e.time is null "
+            f"or e.time <= t.prediction_time order by {EVENT_ORDER}").to_arrow_reader(BATCH_ROWS))
     (workspace / "metadata").mkdir()
     shutil.copyfile(meds_root / meds.code_metadata_filepath, workspace / "metadata" / "codes.parquet")
     baseline = train_and_score(train_events, split.train, test_events, split.test, seed)
