@@ -46,8 +46,10 @@ def _export(warehouse, build):
 
 def test_the_files_are_the_standards_and_valid_under_its_schemas(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "EVENTS_PER_SHARD", 6)  # 3 events a subject: two subjects a shard
+    monkeypatch.setattr(export, "BATCH_EVENTS", 4)  # written in batches: the first shard in two
     dataset = _export(_warehouse(tmp_path / "w.duckdb"), tmp_path / "build")
     root = tmp_path / "build" / "meds" / "raw"
+    assert [pq.read_metadata(root / "data" / f"{i}.parquet").num_row_groups for i in (0, 1)] == [2, 1]
     assert dataset.files == ["meds/raw/data/0.parquet", "meds/raw/data/1.parquet", "meds/raw/metadata/codes.parquet",
                              "meds/raw/metadata/subject_splits.parquet", "meds/raw/metadata/dataset.json"]
     shards = [pq.read_table(root / "data" / f"{i}.parquet") for i in (0, 1)]

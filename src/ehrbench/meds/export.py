@@ -32,9 +32,10 @@ from ehrbench.warehouse import open_duckdb
 # each dataset's dbt schema (models/meds/<source>/) and its events model; the codes and splits are the schema's
 TIMELINES = {"raw": ("meds__mimic_iv", "raw_events"), "shifted": ("meds__mimic_iv", "shifted_events"),
              "eicu": ("meds__eicu", "events")}
-# A shard is read whole into memory to be checked (about 270 bytes an event: bench/meds.py); 5 million events keep
-# that near 1.4 GB. Subjects are never split, so a shard holds more only for one subject with more events.
+# Subjects are never split, so a shard holds more only for one subject with more events. A shard goes from DuckDB
+# to its file in batches of BATCH_EVENTS (about 270 bytes an event in memory: bench/meds.py), each checked.
 EVENTS_PER_SHARD = 5_000_000
+BATCH_EVENTS = 1_000_000
 EVENT_COLUMNS = ("subject_id", "time", "code", "numeric_value", "text_value", "hadm_id", "icustay_id")
 SOURCE_ID_COLUMNS = ["hadm_id", "icustay_id"]  # joins back to MIMIC-IV (dataset.json raw_source_id_columns)
 EVENT_ORDER = "subject_id, time nulls first, code, numeric_value nulls first, text_value nulls first"
@@ -74,8 +75,9 @@ def export_meds(warehouse: Path, build_dir: Path, timeline: str, *, dataset_name
         files = []
         for shard, (first, last) in enumerate(shard_bounds(counts, EVENTS_PER_SHARD)):
             data = con.execute(f"select {', '.join(EVENT_COLUMNS)} from {events_table} where subject_id between ? "
-                               f"and ? order by {EVENT_ORDER}", [first, last]).to_arrow_table()
-            files.append(write_checked(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema, data))
+                               f"and ? order by {EVENT_ORDER}", [first, last]).to_arrow_reader(BATCH_EVENTS)
+            files.append(write_checked_batches(root / meds.data_subdirectory / f"{shard}.parquet", meds.DataSchema,
+                                               data))
         codes = con.execute(f"select code, description, parent_codes from {schema}.codes where code in "
                             f"(select distinct code from {events_table}) order by code").to_arrow_table()
         files.append(write_checked(root / meds.code_metadata_filepath, meds.CodeMetadataSchema, codes))

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from ehrbench.layout import WorkspaceTaskLayout
-from ehrbench.meds.export import EVENT_ORDER, write_checked, write_checked_batches
+from ehrbench.meds.export import BATCH_EVENTS, EVENT_ORDER, write_checked, write_checked_batches
 from ehrbench.meds.modelling_baseline import BASELINE, train_and_score
 from ehrbench.seeding import keyed_rng
 from ehrbench.warehouse import open_duckdb
@@ -43,7 +43,6 @@ TRAIN_SHARE = 0.6  # of the subjects with a label row, stratified by whether any
 MIN_POSITIVE_SUBJECTS = 2  # in train and in test each: fewer makes no AUROC worth a gate
 MAX_SUBJECTS = 10_000  # a seeded sample of the cohort beyond this (the full MIMIC-IV has ~200,000 with a discharge)
 DISCHARGE_REGEX = "^HOSPITAL_DISCHARGE//"  # every config's trigger
-BATCH_ROWS = 1_000_000  # events per batch (and parquet row group) of a task's data files
 
 
 @dataclass(frozen=True)
@@ -187,11 +186,11 @@ def write_modelling_task(target: Target, split: Split, shards: str, meds_root: P
         con.register("test_rows", test_rows)
         write_checked_batches(train_events, meds.DataSchema, con.execute(
             "select * from events where subject_id in (select subject_id from train_rows) "
-            f"order by {EVENT_ORDER}").to_arrow_reader(BATCH_ROWS))
+            f"order by {EVENT_ORDER}").to_arrow_reader(BATCH_EVENTS))
         # a test subject's events up to its prediction time (static ones too): nothing after can leak its label
         write_checked_batches(test_events, meds.DataSchema, con.execute(
             "select e.* from events e join test_rows t using (subject_id) where e.time is null "
-            f"or e.time <= t.prediction_time order by {EVENT_ORDER}").to_arrow_reader(BATCH_ROWS))
+            f"or e.time <= t.prediction_time order by {EVENT_ORDER}").to_arrow_reader(BATCH_EVENTS))
     (workspace / "metadata").mkdir()
     shutil.copyfile(meds_root / meds.code_metadata_filepath, workspace / "metadata" / "codes.parquet")
     baseline = train_and_score(train_events, split.train, test_events, split.test, seed)
