@@ -47,7 +47,7 @@ import json, resource, sys, time
 from pathlib import Path
 args = json.loads(sys.argv[1])
 sys.path.insert(0, args["bench_dir"])
-from scaleup import replicate
+from scaleup import INT32_MAX, replicate
 from ehrbench.sources import release_for
 from ehrbench.sources.checksums import sha256_file
 from ehrbench.sources.ingest import ingest_release
@@ -65,7 +65,7 @@ with connect(scratch) as con:
         if not (source / spec.path).exists():
             continue  # an optional table the demo lacks stays absent
         too_large = [name for name, kind in spec.columns if kind == "INTEGER" and con.execute(
-            f'select max("{name}") > 2147483647 from {spec.qualified_name}').fetchone()[0]]
+            f'select max("{name}") > {INT32_MAX} from {spec.qualified_name}').fetchone()[0]]
         if too_large:
             raise SystemExit(f"x{args['factor']}: {spec.name}.{too_large} would overflow the documented INTEGER type "
                              "that the build reads the file with; use a smaller factor")

@@ -50,8 +50,9 @@ def fhir_selection(mimic_iv_on_fhir: bool = True) -> list[str]:
 
 
 RESOURCE_COLUMNS = ("id", "resource_type", "patient_id", "source_table", "source_key", "resource")
-# DuckDB's memory for an export (its default is 80 % of the machine's): sorts spill to disk beyond it. The
-# mimic_iv_on_fhir view's ×10 scale-up (5 M resources) peaked at 14 GiB without a limit; it takes 3.5 GiB with it
+# DuckDB's memory for an export, in place of open_duckdb's general limit: sorts spill to disk beyond it. The
+# mimic_iv_on_fhir view's ×10 scale-up (5 M resources) peaked at 14 GiB under DuckDB's default (80 % of the
+# machine); it takes 3.5 GiB with this
 EXPORT_MEMORY_LIMIT = "3GB"
 _BATCH = 10_000
 
