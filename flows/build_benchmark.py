@@ -12,8 +12,9 @@
               flows/meds_export.py)
           once dbt has built the FHIR resources:
             [5/10] fhir (export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
-              → [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine;
-                flows/questions.py)
+          once the databases are exported (FHIR ids from the FHIR models dbt built, while fhir exports them):
+            [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine;
+              flows/questions.py)
       → [10/10] publish (manifest.json, atomic rename, `latest`)
 
 The stages write into the build's staging folder `<build_id>.tmp/` (what goes where: ehrbench.layout.BuildLayout).
@@ -62,12 +63,13 @@ from flows.fhir_view import build_fhir
 from flows.ingest import ingest
 from flows.meds_export import build_meds
 from flows.noteqa import build_note_questions
-from flows.prefect_api import announce, artifact_url, markdown_artifact
+from flows.prefect_api import announce, artifact_url, markdown_artifact, subflows_without_heartbeats
 from flows.publish import publish_build
 from flows.questions import build_questions
 from flows.stage_workers import StageNotRun, StageOutcome, stage_workers
 from flows.transform import transform
 from flows.validate import validate
+from flows.warm_up import FLOW_IMPORTS, WORKER_IMPORTS, import_in_background
 
 
 @flow(name="build-benchmark", log_prints=True)
@@ -145,23 +147,25 @@ def build_benchmark(
         stages[name] = outcome.timing
         announce(stage_line(name, outcome.timing.seconds, STAGE_DETAILS[name](outcome.result)))
 
-    with build_lock(layout.build_lock, build_id), log_to_file(logs / "build.log"):
+    with build_lock(layout.build_lock, build_id), log_to_file(logs / "build.log"), subflows_without_heartbeats():
         announce(f"build {build_id}: data in {layout.root}; logs in {logs}")
         for unfinished in remove_unfinished_builds(layout.benchmarks, layout.build_lock):  # killed builds' folders
             announce(unfinished.removed_line(), level=logging.WARNING)
         build_dir = staging_dir(layout.benchmarks, build_id)
         try:
-            with stage("ingest") as done:
-                releases = ingest(parameters, layout)
-                done(ingest_detail(releases))
-            with stage("transform") as done:
-                dbt_runs = transform(layout, dbt_vars, logs, [release.dataset for release in releases])
-                done(dbt_detail(dbt_runs))
-            absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
-            with stage("validate") as done:
-                validation = validate(layout, absent)
-                done(validation_detail(validation))
-            with stage_workers(on_done=stage_ended) as workers:
+            import_in_background(FLOW_IMPORTS)  # dbt's and GX's imports, while the ingest reads files
+            # the workers start now and import their stages' libraries while the first stages leave a core idle
+            with stage_workers(on_done=stage_ended, warm_up=WORKER_IMPORTS) as workers:
+                with stage("ingest") as done:
+                    releases = ingest(parameters, layout)
+                    done(ingest_detail(releases))
+                with stage("transform") as done:
+                    dbt_runs = transform(layout, dbt_vars, logs, [release.dataset for release in releases])
+                    done(dbt_detail(dbt_runs))
+                absent = [f"{f.dataset}.{f.table}" for r in releases for f in r.files if f.status == "absent"]
+                with stage("validate") as done:
+                    validation = validate(layout, absent)
+                    done(validation_detail(validation))
                 seed, notes_source = parameters.seed, parameters.notes_source
                 with stage("databases") as done:  # the warehouse's last writes; every later stage only reads
                     side_run, side_inputs = build_side_stage_inputs(layout, dbt_vars, logs, notes_source)
@@ -181,8 +185,8 @@ def build_benchmark(
                     workers.start()  # fhir reads the FHIR models while the databases are exported here
                     databases = export_databases(layout, build_dir, seed)
                     done(databases_detail(databases))
-                workers.add("questions", build_questions, after=("fhir",), build_dir=build_dir,
-                            profile_vars=dbt_vars, seed=seed, settings=parameters.questions, data_dir=layout.root)
+                workers.add("questions", build_questions, build_dir=build_dir, profile_vars=dbt_vars, seed=seed,
+                            settings=parameters.questions, data_dir=layout.root)
                 ended = workers.run()
             fhir, question_sets, audit_tasks, note_questions, meds_datasets = (
                 ended[name] for name in ("fhir", "questions", "dq", "noteqa", "meds"))

@@ -57,6 +57,7 @@ from flows.prefect_api import (
     artifact_url,
     is_transient_api_error,
     markdown_artifact,
+    subflows_without_heartbeats,
     table_artifact,
     with_api_retries,
 )
@@ -184,9 +185,10 @@ def _render_dashboard(store: ResultStore, run_prefix: str, report_dir: str | Non
     """The last stage. Its inputs are the run's parquet parts, complete by now, so when the Prefect API keeps
     failing the run's results stand and only the dashboard is missing; the flow fails and says how to finish it."""
     try:
-        return with_api_retries(render_report, run_id=store.run_id, trend_prefix=run_prefix or None,
-                                report_dir=report_dir, data_dir=str(data_dir),
-                                what="the dashboard stage (render-report)")
+        with subflows_without_heartbeats():
+            return with_api_retries(render_report, run_id=store.run_id, trend_prefix=run_prefix or None,
+                                    report_dir=report_dir, data_dir=str(data_dir),
+                                    what="the dashboard stage (render-report)")
     except Exception as exc:
         if not is_transient_api_error(exc):
             raise

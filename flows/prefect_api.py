@@ -13,14 +13,15 @@ of its key, and the server on PostgreSQL was seen to answer 500 to one while a n
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import httpx
 from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
-from prefect.settings import get_current_settings
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ehrbench.progress import ANNOUNCED, PROGRESS
@@ -105,6 +106,16 @@ def _artifact(create: Callable[..., object], *, key: str, **fields) -> None:
         if not is_server_error(exc):
             raise
         _logger().warning("artifact %s was not written: the Prefect API kept failing (%s)", key, _one_line(exc))
+
+
+@contextmanager
+def subflows_without_heartbeats() -> Iterator[None]:
+    """The subflows started inside send no heartbeats of their own; the calling flow's heartbeat (started before,
+    with the settings of then) goes on telling the server that the run is alive. As a flow run ends, Prefect joins
+    its heartbeat thread, which sleeps in whole seconds: each subflow's end waited up to a second, ~1 s per short
+    subflow and ~7 s of a demo build's 13."""
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
 
 
 def announce(message: str, *, level: int = logging.INFO) -> None:

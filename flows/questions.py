@@ -4,7 +4,8 @@ agent-facing databases.
     generate (seeded values, gold SQL executed in DuckDB and in the exported SQLite)
       → paraphrase (an LLM when EHRBENCH_PARAPHRASE_MODEL is set, else the templates' own phrasings)
       → chatqa tasks (IncreQA instructions in lay terms, AdaptQA fallbacks) on the renamed databases
-      → ground the MIMIC-IV questions in FHIR resources (and check a sample of the single-patient ones both ways)
+      → ground the MIMIC-IV questions in FHIR resources, read from the EHRSQL-aligned view's dbt models (the rows the
+        fhir stage exports beside this stage), and check a sample of the single-patient ones both ways
       → validate with Great Expectations (expectations/questions.json): failures go to quarantine/questions.parquet,
         the build fails only when the quarantine share passes its threshold
       → write questions/questions.parquet (every question with its gold; the FHIR suite's rows with resource ids)
@@ -23,8 +24,10 @@ from prefect.cache_policies import NONE
 from prefect.utilities.annotations import quote
 
 from ehrbench.fhir.build_grounding import ground_on_build
+from ehrbench.fhir.export import EHRSQL_ALIGNED_VIEW
 from ehrbench.fhir.ground_truth import Question
-from ehrbench.layout import BuildLayout
+from ehrbench.fhir.resource_source import WarehouseView
+from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.profiles import ProfileVars, schema_renames
 from ehrbench.questions.chatqa import adapt_tasks, chatqa_export, incre_tasks, load_lay_terms
 from ehrbench.questions.generate import GeneratedQuestion, GenerationSettings, generate_questions
@@ -48,7 +51,7 @@ def build_questions(build_dir: Path, profile_vars: ProfileVars, seed: int, setti
         questions += generate(build_dir, database, profile_vars, seed, settings, quote(templates))
     paraphrasing = paraphrase(quote(questions), quote({t.id: t for t in templates}), seed, settings, data_dir)
     chatqa = chatqa_tasks(build_dir, quote(questions), quote(templates), seed, profile_vars)
-    grounding = ground_in_fhir(build_dir, quote(questions), profile_vars, seed)
+    grounding = ground_in_fhir(build_dir, quote(questions), profile_vars, seed, DataLayout(root=data_dir).warehouse)
     questions += fhir_questions(questions, grounding.pop("groundings")) + chatqa.pop("tasks")
 
     validation = validate_question_set(quote([q.to_dict() for q in questions]), list(DATABASES), build_dir,
@@ -103,15 +106,17 @@ def chatqa_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates:
 
 
 @task(name="ground-questions-in-fhir", task_run_name="ground-questions-in-fhir/mimic_iv", cache_policy=NONE)
-def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: ProfileVars,
-                   seed: int) -> dict:
+def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: ProfileVars, seed: int,
+                   warehouse: Path) -> dict:
     """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.build_grounding), and the dual check of a
-    seeded sample of the single-patient ones."""
+    seeded sample of the single-patient ones. The resources are read from the EHRSQL-aligned view's models in the
+    warehouse, which the fhir stage exports unchanged while this stage runs."""
     target = PROFILE_OF[FHIR_DATABASE]
     asked = [Question(q.question_id, q.gold_sql_sqlite, q.patient_scoped) for q in questions
              if q.db == FHIR_DATABASE and q.is_answerable and q.gold_sql_sqlite]
     grounding = ground_on_build(asked, BuildLayout(build_dir), target.benchmark,
-                                profile_vars.time_shift(target.var_group).current_time, seed)
+                                profile_vars.time_shift(target.var_group).current_time, seed,
+                                resources=WarehouseView(warehouse, EHRSQL_ALIGNED_VIEW.schema))
     return {"groundings": grounding.groundings, **grounding.to_dict()}
 
 

@@ -1,5 +1,7 @@
 """The stages from the databases stage on, side by side in worker processes: dq, noteqa, meds (started during the
-databases stage, on their copy of what they read), and fhir → questions (started once dbt has built the FHIR models).
+databases stage, on their copy of what they read), fhir (once dbt has built the FHIR models) and questions (once the
+databases are exported). The workers start with the build, and import what their stages will need while the first
+stages leave a core idle (flows/warm_up.py).
 
 They only read (the warehouse, or the side stages' copy) and write into separate folders of the build, and their work
 is mostly Python, which threads would run on one core. So they run as Prefect tasks on a ProcessPoolTaskRunner (one
@@ -18,7 +20,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,6 +34,7 @@ from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_se
 from prefect.task_runners import ProcessPoolTaskRunner
 
 from ehrbench.manifest import StageTiming
+from flows.warm_up import import_modules
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class StageWorkers:
                 except BaseException as exc:  # noqa: BLE001 — reported, then raised below
                     outcomes[name] = exc
                 self._on_done(name, outcomes[name], time.perf_counter() - started)
+        _let_workers_exit(self._runner)
         for outcome in (outcomes[name] for name in self._stages):
             if isinstance(outcome, BaseException) and not isinstance(outcome, StageNotRun):
                 raise outcome
@@ -139,11 +143,13 @@ class StageWorkers:
 
 
 @contextmanager
-def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterator[StageWorkers]:
+def stage_workers(on_done: StageEnded, max_workers: int | None = None,
+                  warm_up: Sequence[str] = ()) -> Iterator[StageWorkers]:
     """A process pool of `max_workers` for the stages of a build flow's run; default: Prefect's setting
     PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS (1 runs the stages one at a time: the least memory), else the
     cores. (One more, so that fhir never waits for a side stage to end, measured no faster on 2 cores: the stages
-    are bound by the CPU they share.)
+    are bound by the CPU they share.) With `warm_up` (modules: flows/warm_up.py), the workers start at once and
+    import those, so that the pool can be opened stages before its first stage is added.
 
     Without a configured API the flow runs on Prefect's temporary server; the workers are pointed at it (else each
     would start its own)."""
@@ -152,23 +158,45 @@ def stage_workers(on_done: StageEnded, max_workers: int | None = None) -> Iterat
     workers = (max_workers or get_current_settings().tasks.runner.process_pool_max_workers or os.cpu_count()
                or 1)
     runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here],
-                                   initializer=_set_up_worker)
+                                   initializer=_set_up_worker, initargs=(tuple(warm_up),))
     with temporary_settings({PREFECT_API_URL: api_url}), runner:
+        if warm_up:
+            _start_workers(runner, workers)
         yield StageWorkers(runner, workers, on_done)
+
+
+def _start_workers(runner: ProcessPoolTaskRunner, workers: int) -> None:
+    """Start the pool's processes now rather than on the first stage: Python's pool starts one per call it is handed
+    while none is idle, so `workers` calls of nothing start them all. They go to the pool's executor, not through
+    `runner.submit`, which would record each as a task run; a Prefect without that attribute starts them late."""
+    executor = getattr(runner, "_executor", None)
+    if executor is not None:
+        for _ in range(workers):
+            executor.submit(os.getpid)
+
+
+def _let_workers_exit(runner: ProcessPoolTaskRunner) -> None:
+    """Every stage has ended: the workers may exit (~1.5 s: each flushes its logs to the API and unloads its
+    libraries) while this process writes the manifest and publishes, instead of after. Leaving the pool still joins
+    them."""
+    executor = getattr(runner, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=False)
 
 
 WORKER_NICENESS = 10  # below the flow's own process: its dbt run is the build's critical path while workers run
 
 
-def _set_up_worker() -> None:
+def _set_up_worker(modules: tuple[str, ...] = ()) -> None:
     """A worker writes nothing to stdout, where the CLI prints the published folder: whatever a library prints there
     (Python or native code) goes to stderr. It runs at a lower priority than the flow's process, so that the stages
     started while the databases stage's dbt run goes on take the cores it leaves idle, not its own (the workers are
-    all equal among themselves)."""
+    all equal among themselves). Then it imports `modules`."""
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     with suppress(OSError):
         os.nice(WORKER_NICENESS)
+    import_modules(modules)
 
 
 def _run_logs_here() -> Callable[[str, Any], tuple[str, Any]]:

@@ -107,10 +107,10 @@ def build(
                    "note_question_model": note_question_model, "note_patients": note_patients},
         dq={"recipes": dq_recipes.resolve() if dq_recipes else None}))
     use_prefect(root, verbose=verbose)
-    from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command
-
     with flow_failures(), following_flows(verbose):
-        check_prefect_api()
+        api_ready = check_prefect_api(start_temporary_server=True)
+        from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command; meanwhile
+        api_ready()  # the temporary server (if there is no configured one) has been starting
         folder = build_benchmark(
             mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,
             eicu_dir=str(eicu_dir) if eicu_dir else None,
@@ -211,10 +211,11 @@ def evaluate(
     check_tasksets(DataLayout(root=root), build, taskset or [])
     check_sandbox(agent or list(BASELINES), agent_options, unsafe_sandbox)
     use_prefect(root, verbose=verbose)
-    from flows.evaluate import evaluate_agents
-
     with flow_failures(), following_flows(verbose):
-        check_prefect_api()
+        api_ready = check_prefect_api(start_temporary_server=True)
+        from flows.evaluate import evaluate_agents
+
+        api_ready()
         chosen = {"suites": suite, "agents": agent, "tasksets": taskset}
         folder = evaluate_agents(build=build, trials=trials, limit=limit, run_id=run_id, seed=seed, data_dir=str(root),
                                  agent_options=agent_options, judge_model=judge_model, judge_votes=judge_votes,
@@ -318,10 +319,11 @@ def report(
     except EhrbenchError as exc:
         fail(str(exc), EXIT_FAILED)
     use_prefect(root, verbose=verbose)
-    from flows.report import render_report
-
     with flow_failures(), following_flows(verbose):
-        check_prefect_api()
+        api_ready = check_prefect_api(start_temporary_server=True)
+        from flows.report import render_report
+
+        api_ready()
         index = render_report(run_id=run_id, trend_prefix=trend_prefix, bootstrap_replicates=bootstrap,
                               bootstrap_seed=seed, report_dir=str(out.resolve()) if out else None, data_dir=str(root))
     _result(index)

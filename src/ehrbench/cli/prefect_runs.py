@@ -4,7 +4,8 @@ that must answer, and a flow's failure as one line."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -76,9 +77,13 @@ def flow_failures(*reported: type[Exception]) -> Iterator[None]:
               "'make server', or retry", EXIT_FAILED)
 
 
-def check_prefect_api() -> None:
+def check_prefect_api(*, start_temporary_server: bool = False) -> Callable[[], None]:
     """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast. Without one,
-    the temporary server's database starts as a copy of a migrated one (ehrbench.stack.prefect_database)."""
+    the temporary server's database starts as a copy of a migrated one (ehrbench.stack.prefect_database) and, when
+    `start_temporary_server`, the server itself starts in a thread (~3 s), while the caller imports its flow.
+
+    Returns the call that waits until the API is ready (raising what stopped the server); make it before running a
+    flow, which would otherwise start a second temporary server."""
     import httpx
     from prefect.settings import get_current_settings
 
@@ -88,11 +93,38 @@ def check_prefect_api() -> None:
         database = sqlite_file(settings.server.database.connection_url.get_secret_value())
         if database is not None:
             seed_database(database, environment().user_cache_dir())
-        return
+        return _start_in_background() if start_temporary_server else _ready
     try:
         httpx.get(f"{url.rstrip('/')}/health", timeout=5).raise_for_status()
     except httpx.HTTPError as exc:
         raise EhrbenchError(f"the Prefect API at {url} does not answer ({type(exc).__name__}); start it with "
                             "'make server', or run 'make stop' to go back to a temporary server") from None
+    return _ready
 
 
+def _ready() -> None:
+    """An API that needs no waiting for."""
+
+
+def _start_in_background() -> Callable[[], None]:
+    """Prefect's temporary server (the one its client would start on first use: one per process), started in a
+    thread; the returned call joins it and raises its error, as the client's own start would have."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            SubprocessASGIServer().start()
+        except BaseException as exc:  # noqa: BLE001 — raised in the caller's thread by wait()
+            failed.append(exc)
+
+    thread = threading.Thread(target=start, name="ehrbench-temporary-prefect-server", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait

@@ -11,6 +11,7 @@ from pathlib import Path
 from ehrbench.ehrsql.published import load_questions
 from ehrbench.fhir.ground_truth import Grounding, Question, ground_questions, summarize
 from ehrbench.fhir.grounding_check import CheckResult, check_groundings
+from ehrbench.fhir.resource_source import ResourceSource
 from ehrbench.layout import BuildLayout
 from ehrbench.profiles import BenchmarkDatabase
 
@@ -35,14 +36,15 @@ class BuildGrounding:
 
 
 def ground_on_build(questions: list[Question], build: BuildLayout, database: BenchmarkDatabase, current_time: str,
-                    seed: int) -> BuildGrounding:
-    """Ground `questions` (gold SQL in SQLite's dialect, on `database` of the build) in the build's FHIR resources
-    and check a seeded sample of the single-patient ones both ways."""
+                    seed: int, resources: ResourceSource | None = None) -> BuildGrounding:
+    """Ground `questions` (gold SQL in SQLite's dialect, on `database` of the build) in the EHRSQL-aligned view's
+    FHIR resources (`resources`; default: the build's exported ones) and check a seeded sample of the single-patient
+    ones both ways."""
     sqlite_file = build.database_files(database.profile, database.database)[1]
-    groundings = ground_questions(questions, sqlite_file, build.lineage(database.key), build.fhir_resources,
-                                  current_time)
-    check = check_groundings(groundings, {q.question_id: q.sql for q in questions}, sqlite_file,
-                             build.fhir_resources, current_time, limit=CHECK_LIMIT, seed=seed)
+    resources = build.fhir_resources if resources is None else resources
+    groundings = ground_questions(questions, sqlite_file, build.lineage(database.key), resources, current_time)
+    check = check_groundings(groundings, {q.question_id: q.sql for q in questions}, sqlite_file, resources,
+                             current_time, limit=CHECK_LIMIT, seed=seed)
     return BuildGrounding(groundings, check)
 
 

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from ehrbench.ehrsql import prepare_gold_sql
 from ehrbench.fhir.evidence import UnsupportedQuery, evidence_queries, projected_columns
 from ehrbench.fhir.ids import RESOURCE_TYPES, key_from_fields, resource_id
+from ehrbench.fhir.resource_source import ResourceSource, resources_connection
 from ehrbench.warehouse import open_duckdb
 
 # The resource (id namespace) each patient-data row of the EHRSQL MIMIC-IV schema becomes. Transfers live in the
@@ -71,10 +72,11 @@ class Grounding:
                 "resource_types": self.resource_types}
 
 
-def ground_questions(questions: Iterable[Question], database: Path, lineage: Path, resources: Path,
+def ground_questions(questions: Iterable[Question], database: Path, lineage: Path, resources: ResourceSource,
                      current_time: str | None = None) -> list[Grounding]:
     """Ground every answerable question: `database` is the profile's SQLite file the gold SQL runs on, `lineage`
-    its hidden lineage parquet, `resources` the build's fhir/resources.duckdb."""
+    its hidden lineage parquet, `resources` the view's resources (the build's fhir/resources.duckdb, or its models
+    in the warehouse)."""
     prepare = (lambda sql: prepare_gold_sql(sql, current_time)) if current_time else prepare_gold_sql
     sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     try:
@@ -179,16 +181,13 @@ def _source_keys(lineage: Path, rows: set[tuple[str, int]]) -> dict[tuple[str, i
         con.close()
 
 
-def present_resources(resources: Path, ids: set[str]) -> set[str]:
-    """The ids among `ids` that a view's resources.duckdb holds."""
+def present_resources(resources: ResourceSource, ids: set[str]) -> set[str]:
+    """The ids among `ids` that a view's resources hold."""
     if not ids:
         return set()
-    con = open_duckdb(str(resources), read_only=True)
-    try:
+    with resources_connection(resources) as con:
         con.register("wanted", pa.table({"id": pa.array(sorted(ids), pa.string())}))
         return {i for (i,) in con.execute("select id from resources semi join wanted using (id)").fetchall()}
-    finally:
-        con.close()
 
 
 def summarize(groundings: list[Grounding]) -> dict:

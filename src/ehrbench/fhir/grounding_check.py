@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from ehrbench.ehrsql import format_answer, prepare_gold_sql
 from ehrbench.fhir.ground_truth import Grounding
-from ehrbench.warehouse import open_duckdb
+from ehrbench.fhir.resource_source import ResourceSource, resources_connection
 
 # (table, column) of the EHRSQL MIMIC-IV schema -> the element of its resource holding the same value, as paths of
 # keys and list indexes (the first present one counts). A dictionary column (an item's label, a code's title) is
@@ -121,8 +121,9 @@ def fhir_answer(shape: AnswerShape, resources: list[dict]) -> str:
     return format_answer([[v] for v in {_casefold(v) for v in values}])
 
 
-def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str], database: Path, resources: Path,
-                     current_time: str, *, limit: int | None = None, seed: int = 0) -> CheckResult:
+def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str], database: Path,
+                     resources: ResourceSource, current_time: str, *, limit: int | None = None,
+                     seed: int = 0) -> CheckResult:
     """Check the mapped, single-patient groundings (a seeded sample of `limit` of them when given); `questions`
     maps question id to gold SQL, run on `database` (the profile's SQLite file)."""
     candidates = sorted((g for g in groundings if g.status == "mapped" and g.patient_scoped),
@@ -131,7 +132,7 @@ def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str],
         candidates = sorted(random.Random(seed).sample(candidates, limit), key=lambda g: g.question_id)
     result = CheckResult()
     sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    with open_duckdb(str(resources), read_only=True) as con:  # every resource needed, in one scan (not one each)
+    with resources_connection(resources) as con:  # every resource needed, in one scan (not one each)
         texts = dict(con.execute("select id, resource::varchar from resources where id in (select unnest(?))",
                                  [sorted({i for g in candidates for i in g.resource_ids})]).fetchall())
     try:

@@ -1,0 +1,38 @@
+"""Slow imports done ahead of the stages that need them, while a build's first stages leave a core idle.
+
+Ingest, transform and validate run one at a time in the flow's process, mostly on one core, and each imports its
+libraries as it starts: dbt (~1.2 s) for the transform, Great Expectations (~1.7 s) for the validation. A thread
+imports them during the ingest instead (its DuckDB reads release the GIL). The stage workers (flows/stage_workers.py)
+start at the same time and import what their stages will load (~4 s each), rather than as the databases stage's dbt
+run keeps the other core busy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Sequence
+
+# What the flow's own process imports in the background: the libraries of the transform and validate stages.
+FLOW_IMPORTS = ("dbt.cli.main", "great_expectations")
+# What each stage worker imports as it starts: the stage flows, and the libraries they import only when they run
+# (Great Expectations: noteqa's and questions' validation; ACES and scikit-learn: meds' event-modelling tasks).
+WORKER_IMPORTS = ("flows.dq", "flows.noteqa", "flows.meds_export", "flows.fhir_view", "flows.questions",
+                  "great_expectations", "aces.query", "sklearn.ensemble", "sklearn.metrics")
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """Import each module; one that fails to import is left for its stage, which then reports the error itself."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001, S112 — the stage that needs it raises the same error where it belongs
+            continue
+
+
+def import_in_background(modules: Sequence[str] = FLOW_IMPORTS) -> threading.Thread:
+    """Start importing `modules` in a daemon thread; a stage that imports one of them meanwhile waits for it (Python's
+    import lock), so nothing runs half-imported."""
+    thread = threading.Thread(target=import_modules, args=(tuple(modules),), name="ehrbench-warm-up", daemon=True)
+    thread.start()
+    return thread
