@@ -45,13 +45,18 @@ def build_questions(build_dir: Path, profile_vars: ProfileVars, seed: int, setti
     """Returns the manifest's `questions` entry: counts, files, paraphrasing, FHIR grounding, validation."""
     logger = get_run_logger()
     templates = load_templates()
-    questions: list[GeneratedQuestion] = []
-    # quote(): thousands of questions, which Prefect would otherwise walk looking for futures (3 s of a demo build)
-    for database in DATABASES:
-        questions += generate(build_dir, database, profile_vars, seed, settings, quote(templates))
+    # The databases' questions are generated side by side, and the MIMIC-IV ones grounded in FHIR while the rest goes
+    # on: their queries run in DuckDB and SQLite, which release the GIL (one after the other, the stage kept one core
+    # of two busy once fhir had ended). quote(): thousands of questions, which Prefect would otherwise walk looking
+    # for futures (3 s of a demo build).
+    generated = {database: generate.submit(build_dir, database, profile_vars, seed, settings, quote(templates))
+                 for database in DATABASES}
+    grounded = ground_in_fhir.submit(build_dir, quote(generated[FHIR_DATABASE].result()), profile_vars, seed,
+                                     DataLayout(root=data_dir).warehouse)
+    questions: list[GeneratedQuestion] = [q for database in DATABASES for q in generated[database].result()]
     paraphrasing = paraphrase(quote(questions), quote({t.id: t for t in templates}), seed, settings, data_dir)
     chatqa = chatqa_tasks(build_dir, quote(questions), quote(templates), seed, profile_vars)
-    grounding = ground_in_fhir(build_dir, quote(questions), profile_vars, seed, DataLayout(root=data_dir).warehouse)
+    grounding = grounded.result()
     questions += fhir_questions(questions, grounding.pop("groundings")) + chatqa.pop("tasks")
 
     validation = validate_question_set(quote([q.to_dict() for q in questions]), list(DATABASES), build_dir,
@@ -109,8 +114,9 @@ def chatqa_tasks(build_dir: Path, questions: list[GeneratedQuestion], templates:
 def ground_in_fhir(build_dir: Path, questions: list[GeneratedQuestion], profile_vars: ProfileVars, seed: int,
                    warehouse: Path) -> dict:
     """Resource ids of the MIMIC-IV questions' gold rows (ehrbench.fhir.build_grounding), and the dual check of a
-    seeded sample of the single-patient ones. The resources are read from the EHRSQL-aligned view's models in the
-    warehouse, which the fhir stage exports unchanged while this stage runs."""
+    seeded sample of the single-patient ones (it reads their ids and gold SQL, which paraphrasing leaves as they
+    are). The resources are read from the EHRSQL-aligned view's models in the warehouse, which the fhir stage exports
+    unchanged while this stage runs."""
     target = PROFILE_OF[FHIR_DATABASE]
     asked = [Question(q.question_id, q.gold_sql_sqlite, q.patient_scoped) for q in questions
              if q.db == FHIR_DATABASE and q.is_answerable and q.gold_sql_sqlite]
