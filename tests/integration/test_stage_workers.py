@@ -184,3 +184,30 @@ def test_the_pool_has_prefects_size_else_one_worker_per_core(prefect_api_url):
     with temporary_settings({PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS: 1}), \
             stage_workers(on_done=lambda *ended: None) as workers:
         assert workers.workers == 1
+
+
+@flow(name="toy-stage-modules")
+def loaded_modules(names: list[str]) -> list[str]:
+    return [name for name in names if name in sys.modules]
+
+
+def test_warmed_up_workers_start_with_the_pool_import_their_modules_and_exit_after_run(prefect_api_url):
+    import multiprocessing
+
+    from flows.stage_workers import stage_workers
+
+    ended: dict = {}
+    # wave and sndhdr: standard modules that neither Prefect nor ehrbench imports
+    with stage_workers(on_done=lambda name, outcome, seconds: ended.update({name: outcome}), max_workers=1,
+                       warm_up=("wave",)) as workers:
+        deadline = time.monotonic() + WAIT_S
+        while not multiprocessing.active_children():  # before any stage is added
+            assert time.monotonic() < deadline, "the warmed-up pool started no worker"
+            time.sleep(0.05)
+        workers.add("modules", loaded_modules, names=["wave", "sndhdr"])
+        workers.run()
+        deadline = time.monotonic() + WAIT_S  # every stage has ended: its worker exits, the pool still open
+        while multiprocessing.active_children():
+            assert time.monotonic() < deadline, "the worker did not exit once every stage had ended"
+            time.sleep(0.05)
+    assert ended["modules"].result == ["wave"]
