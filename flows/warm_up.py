@@ -3,7 +3,7 @@
 Ingest, transform and validate run one at a time in the flow's process, mostly on one core, and each imports its
 libraries as it starts: dbt (~1.2 s) for the transform, Great Expectations (~1.7 s) for the validation. A thread
 imports them during the ingest instead (its DuckDB reads release the GIL). The stage workers (flows/stage_workers.py)
-start at the same time and import what their stages will load (~4 s each), rather than as the databases stage's dbt
+start at the same time and import what their stages will load (~3 s each), rather than as the databases stage's dbt
 run keeps the other core busy.
 """
 
@@ -15,10 +15,11 @@ from collections.abc import Sequence
 
 # What the flow's own process imports in the background: the libraries of the transform and validate stages.
 FLOW_IMPORTS = ("dbt.cli.main", "great_expectations")
-# What each stage worker imports as it starts: the stage flows, and the libraries they import only when they run
-# (Great Expectations: noteqa's and questions' validation; ACES and scikit-learn: meds' event-modelling tasks).
+# What each stage worker imports as it starts: the stage flows, and Great Expectations, which noteqa and questions
+# import only when they validate (~1.7 s, ~140 MiB). Not ACES and scikit-learn (meds alone uses them, 0.5 s): in the
+# worker that runs fhir they held ~60 MiB more for nothing, and at x100 the build's processes peak near 8 GiB.
 WORKER_IMPORTS = ("flows.dq", "flows.noteqa", "flows.meds_export", "flows.fhir_view", "flows.questions",
-                  "great_expectations", "aces.query", "sklearn.ensemble", "sklearn.metrics")
+                  "great_expectations")
 
 
 def import_modules(modules: Sequence[str]) -> None:
