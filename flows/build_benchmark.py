@@ -48,6 +48,7 @@ from ehrbench.build_summary import (
 )
 from ehrbench.dq.recipes import load_recipes
 from ehrbench.fhir.export import fhir_selection
+from ehrbench.garbage_collection import collect_in_larger_batches
 from ehrbench.layout import DataLayout
 from ehrbench.manifest import StageTiming, assemble_manifest
 from ehrbench.parameter_errors import one_line_errors
@@ -153,6 +154,7 @@ def build_benchmark(
             announce(unfinished.removed_line(), level=logging.WARNING)
         build_dir = staging_dir(layout.benchmarks, build_id)
         try:
+            collect_in_larger_batches()  # as the CLI does, for a run started by a deployment
             import_in_background(FLOW_IMPORTS)  # dbt's and GX's imports, while the ingest reads files
             # the workers start now and import their stages' libraries while the first stages leave a core idle
             with stage_workers(on_done=stage_ended, warm_up=WORKER_IMPORTS) as workers:

@@ -33,6 +33,7 @@ from prefect.futures import wait
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner
 
+from ehrbench.garbage_collection import collect_in_larger_batches, keep_what_is_loaded
 from ehrbench.manifest import StageTiming
 from flows.warm_up import import_modules
 
@@ -191,12 +192,15 @@ def _set_up_worker(modules: tuple[str, ...] = ()) -> None:
     """A worker writes nothing to stdout, where the CLI prints the published folder: whatever a library prints there
     (Python or native code) goes to stderr. It runs at a lower priority than the flow's process, so that the stages
     started while the databases stage's dbt run goes on take the cores it leaves idle, not its own (the workers are
-    all equal among themselves). Then it imports `modules`."""
+    all equal among themselves). Then it imports `modules`, which its garbage collector no longer walks, and collects
+    in larger batches (ehrbench.garbage_collection)."""
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     with suppress(OSError):
         os.nice(WORKER_NICENESS)
+    collect_in_larger_batches()
     import_modules(modules)
+    keep_what_is_loaded()
 
 
 def _run_logs_here() -> Callable[[str, Any], tuple[str, Any]]:

@@ -13,6 +13,8 @@ import importlib
 import threading
 from collections.abc import Sequence
 
+from ehrbench.garbage_collection import keep_what_is_loaded
+
 # What the flow's own process imports in the background: the libraries of the transform and validate stages.
 FLOW_IMPORTS = ("dbt.cli.main", "great_expectations")
 # What each stage worker imports as it starts: the stage flows, and Great Expectations, which noteqa and questions
@@ -33,7 +35,14 @@ def import_modules(modules: Sequence[str]) -> None:
 
 def import_in_background(modules: Sequence[str] = FLOW_IMPORTS) -> threading.Thread:
     """Start importing `modules` in a daemon thread; a stage that imports one of them meanwhile waits for it (Python's
-    import lock), so nothing runs half-imported."""
-    thread = threading.Thread(target=import_modules, args=(tuple(modules),), name="ehrbench-warm-up", daemon=True)
+    import lock), so nothing runs half-imported. The process's garbage collector then no longer walks what is loaded
+    (ehrbench.garbage_collection)."""
+    modules = tuple(modules)
+
+    def import_and_keep() -> None:
+        import_modules(modules)
+        keep_what_is_loaded()
+
+    thread = threading.Thread(target=import_and_keep, name="ehrbench-warm-up", daemon=True)
     thread.start()
     return thread

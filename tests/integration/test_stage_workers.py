@@ -191,9 +191,17 @@ def loaded_modules(names: list[str]) -> list[str]:
     return [name for name in names if name in sys.modules]
 
 
+@flow(name="toy-stage-garbage-collector")
+def garbage_collector() -> dict:
+    import gc
+
+    return {"threshold": list(gc.get_threshold()), "frozen": gc.get_freeze_count()}
+
+
 def test_warmed_up_workers_start_with_the_pool_import_their_modules_and_exit_after_run(prefect_api_url):
     import multiprocessing
 
+    from ehrbench.garbage_collection import OLDER_GENERATIONS, YOUNG_GENERATION
     from flows.stage_workers import stage_workers
 
     ended: dict = {}
@@ -205,9 +213,13 @@ def test_warmed_up_workers_start_with_the_pool_import_their_modules_and_exit_aft
             assert time.monotonic() < deadline, "the warmed-up pool started no worker"
             time.sleep(0.05)
         workers.add("modules", loaded_modules, names=["wave", "sndhdr"])
+        workers.add("garbage collector", garbage_collector)
         workers.run()
         deadline = time.monotonic() + WAIT_S  # every stage has ended: its worker exits, the pool still open
         while multiprocessing.active_children():
             assert time.monotonic() < deadline, "the worker did not exit once every stage had ended"
             time.sleep(0.05)
     assert ended["modules"].result == ["wave"]
+    # the worker collects in larger batches, and no longer walks what it had loaded once warmed up
+    assert ended["garbage collector"].result["threshold"] == [YOUNG_GENERATION, *OLDER_GENERATIONS]
+    assert ended["garbage collector"].result["frozen"] > 10_000

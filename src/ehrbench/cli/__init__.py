@@ -31,7 +31,7 @@ from ehrbench.cli.checks import (
     refuse,
 )
 from ehrbench.cli.data_tools import dq_app, fhir_app, questions_app
-from ehrbench.cli.prefect_runs import check_prefect_api, flow_failures, following_flows, use_prefect
+from ehrbench.cli.prefect_runs import flow_failures, following_flows, prefect_api, use_prefect
 from ehrbench.cli.tasksets import check_tasksets, tasks_app
 from ehrbench.layout import DataLayout
 from ehrbench.publish import latest_build_id, published_builds
@@ -107,8 +107,7 @@ def build(
                    "note_question_model": note_question_model, "note_patients": note_patients},
         dq={"recipes": dq_recipes.resolve() if dq_recipes else None}))
     use_prefect(root, verbose=verbose)
-    with flow_failures(), following_flows(verbose):
-        api_ready = check_prefect_api(start_temporary_server=True)
+    with flow_failures(), following_flows(verbose), prefect_api() as api_ready:
         from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command; meanwhile
         api_ready()  # the temporary server (if there is no configured one) has been starting
         folder = build_benchmark(
@@ -211,8 +210,7 @@ def evaluate(
     check_tasksets(DataLayout(root=root), build, taskset or [])
     check_sandbox(agent or list(BASELINES), agent_options, unsafe_sandbox)
     use_prefect(root, verbose=verbose)
-    with flow_failures(), following_flows(verbose):
-        api_ready = check_prefect_api(start_temporary_server=True)
+    with flow_failures(), following_flows(verbose), prefect_api() as api_ready:
         from flows.evaluate import evaluate_agents
 
         api_ready()
@@ -246,8 +244,7 @@ def follow(
     if not get_current_settings().api.url:
         fail("no Prefect server is configured: start one with 'make server' (runs of the temporary servers of CLI "
              "commands end with them)", EXIT_FAILED)
-    with flow_failures():
-        check_prefect_api()
+    with flow_failures(), prefect_api():
         state = follow_run(run, deployment, lambda line: err.print(line, soft_wrap=True))
     raise typer.Exit(0 if state == "COMPLETED" else EXIT_FAILED)
 
@@ -319,8 +316,7 @@ def report(
     except EhrbenchError as exc:
         fail(str(exc), EXIT_FAILED)
     use_prefect(root, verbose=verbose)
-    with flow_failures(), following_flows(verbose):
-        api_ready = check_prefect_api(start_temporary_server=True)
+    with flow_failures(), following_flows(verbose), prefect_api() as api_ready:
         from flows.report import render_report
 
         api_ready()

@@ -4,7 +4,6 @@ that must answer, and a flow's failure as one line."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,12 +11,13 @@ from pathlib import Path
 from ehrbench.cli.checks import EXIT_FAILED, fail, first_line
 from ehrbench.environment import environment
 from ehrbench.errors import EhrbenchError
+from ehrbench.garbage_collection import tune_for_a_long_run
 from ehrbench.stack.prefect_database import seed_database, sqlite_file
 from ehrbench.stack.prefect_server import use_server_settings
+from ehrbench.stack.temporary_server import TemporaryServer
 
 # Prefect gives its temporary server 20 s to come up; a nightly build beside a test run needed more.
 EPHEMERAL_STARTUP_TIMEOUT_S = 120
-_EPHEMERAL_TIMEOUT_MESSAGE = "Timed out while attempting to connect to ephemeral Prefect API server"
 # Concurrency leases on disk (PREFECT_HOME/concurrency_leases) instead of the server's memory: the lease of a killed
 # evaluation outlives its temporary server, so the resumed run can revoke it (flows/endpoint_slots.py).
 LEASE_STORAGE = "prefect.server.concurrency.lease_storage.filesystem"
@@ -26,7 +26,9 @@ LEASE_STORAGE = "prefect.server.concurrency.lease_storage.filesystem"
 def use_prefect(root: Path, *, verbose: bool = False) -> None:
     """Prefect's environment; called once the input is checked, before Prefect is imported (it reads its settings
     then). Unless `verbose`, Prefect's console output — every log line of every run — is off: the terminal shows the
-    flows' progress instead (`following_flows`); the lines stay in the run's logs and the build's build.log."""
+    flows' progress instead (`following_flows`); the lines stay in the run's logs and the build's build.log.
+    The process's garbage collector is set for a long run (ehrbench.garbage_collection)."""
+    tune_for_a_long_run()
     # Without a configured Prefect API, flows run against a temporary local server whose database
     # belongs under the data directory, not the user's home.
     os.environ.setdefault("PREFECT_HOME", str(root / "prefect"))
@@ -61,70 +63,46 @@ def following_flows(verbose: bool) -> Iterator[None]:
 
 @contextmanager
 def flow_failures(*reported: type[Exception]) -> Iterator[None]:
-    """A flow's failure as one line and exit 1: our own errors, `reported`, and a temporary Prefect server that did
-    not come up (Prefect raises a bare RuntimeError with the server's output attached)."""
+    """A flow's failure as one line and exit 1: our own errors (a temporary Prefect server that did not come up is
+    one), and `reported`."""
     try:
         yield
     except (EhrbenchError, *reported) as exc:
         fail(first_line(exc), EXIT_FAILED)
-    except RuntimeError as exc:
-        if _EPHEMERAL_TIMEOUT_MESSAGE not in str(exc):
-            raise
-        from prefect.settings import get_current_settings
-
-        seconds = get_current_settings().server.ephemeral.startup_timeout_seconds
-        fail(f"the temporary Prefect server did not start within {seconds} s (machine busy?); start a server with "
-              "'make server', or retry", EXIT_FAILED)
 
 
-def check_prefect_api(*, start_temporary_server: bool = False) -> Callable[[], None]:
+@contextmanager
+def prefect_api() -> Iterator[Callable[[], None]]:
     """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast. Without one,
-    the temporary server's database starts as a copy of a migrated one (ehrbench.stack.prefect_database) and, when
-    `start_temporary_server`, the server itself starts in a thread (~3 s), while the caller imports its flow.
+    the temporary server's database starts as a copy of a migrated one (ehrbench.stack.prefect_database) and the
+    server itself starts now (ehrbench.stack.temporary_server), while the caller imports
+    its flow; inside, Prefect's client and this process's children use it.
 
-    Returns the call that waits until the API is ready (raising what stopped the server); make it before running a
-    flow, which would otherwise start a second temporary server."""
+    Yields the call that waits until the API is ready (raising ServerDidNotStart); make it before running a flow."""
     import httpx
-    from prefect.settings import get_current_settings
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
     settings = get_current_settings()
     url = settings.api.url
-    if not url:  # ephemeral mode: Prefect starts a temporary server
-        database = sqlite_file(settings.server.database.connection_url.get_secret_value())
-        if database is not None:
-            seed_database(database, environment().user_cache_dir())
-        return _start_in_background() if start_temporary_server else _ready
-    try:
-        httpx.get(f"{url.rstrip('/')}/health", timeout=5).raise_for_status()
-    except httpx.HTTPError as exc:
-        raise EhrbenchError(f"the Prefect API at {url} does not answer ({type(exc).__name__}); start it with "
-                            "'make server', or run 'make stop' to go back to a temporary server") from None
-    return _ready
+    if url:
+        try:
+            httpx.get(f"{url.rstrip('/')}/health", timeout=5).raise_for_status()
+        except httpx.HTTPError as exc:
+            raise EhrbenchError(f"the Prefect API at {url} does not answer ({type(exc).__name__}); start it with "
+                                "'make server', or run 'make stop' to go back to a temporary server") from None
+        yield _ready
+        return
+    database = sqlite_file(settings.server.database.connection_url.get_secret_value())
+    if database is not None:
+        seed_database(database, environment().user_cache_dir())
+    import prefect
+
+    server = TemporaryServer({**os.environ, **settings.to_environment_variables(exclude_unset=True)},
+                             prefect.__module_path__.parent)
+    os.environ["PREFECT_API_URL"] = server.api_url  # for the flow's child processes, which read their settings anew
+    with temporary_settings({PREFECT_API_URL: server.api_url}):
+        yield lambda: server.wait_until_ready(settings.server.ephemeral.startup_timeout_seconds)
 
 
 def _ready() -> None:
     """An API that needs no waiting for."""
-
-
-def _start_in_background() -> Callable[[], None]:
-    """Prefect's temporary server (the one its client would start on first use: one per process), started in a
-    thread; the returned call joins it and raises its error, as the client's own start would have."""
-    from prefect.server.api.server import SubprocessASGIServer
-
-    failed: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            SubprocessASGIServer().start()
-        except BaseException as exc:  # noqa: BLE001 — raised in the caller's thread by wait()
-            failed.append(exc)
-
-    thread = threading.Thread(target=start, name="ehrbench-temporary-prefect-server", daemon=True)
-    thread.start()
-
-    def wait() -> None:
-        thread.join()
-        if failed:
-            raise failed[0]
-
-    return wait
