@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from ehrbench.cli.checks import EXIT_FAILED, fail, first_line
@@ -99,9 +99,14 @@ def prefect_api() -> Iterator[Callable[[], None]]:
 
     server = TemporaryServer({**os.environ, **settings.to_environment_variables(exclude_unset=True)},
                              prefect.__module_path__.parent)
-    os.environ["PREFECT_API_URL"] = server.api_url  # for the flow's child processes, which read their settings anew
-    with temporary_settings({PREFECT_API_URL: server.api_url}):
-        yield lambda: server.wait_until_ready(settings.server.ephemeral.startup_timeout_seconds)
+    with ExitStack() as api_settings:
+
+        def wait_until_ready() -> None:  # its port is known once it answers (it may have had to take another)
+            server.wait_until_ready(settings.server.ephemeral.startup_timeout_seconds)
+            os.environ["PREFECT_API_URL"] = server.api_url  # the flow's child processes read their settings anew
+            api_settings.enter_context(temporary_settings({PREFECT_API_URL: server.api_url}))
+
+        yield wait_until_ready
 
 
 def _ready() -> None:

@@ -68,7 +68,7 @@ class TemporaryServer:
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
+        if self._process.poll() is None:
             self._process.terminate()
             try:
                 self._process.wait(timeout=10)
