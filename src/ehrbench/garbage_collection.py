@@ -1,10 +1,11 @@
 """Python's cyclic garbage collector, tuned for a build's long-lived processes.
 
-A demo build's three Python processes (the flow's and two stage workers) spent ~18 s of its ~140 s of CPU collecting
-(measured with gc.callbacks), 14 s of it in full collections: with Python's default thresholds (700, 10, 10) every
-few thousand allocations of dbt's manifest, Great Expectations or a pydantic model start a young collection, and the
-hundreds of thousands of objects their imports left behind are walked again at each full one. A young generation of
-10,000 objects cut the collectors' time to ~5.5 s (50,000: 7 s, its collections outgrow the CPU's cache; 5,000: 6.8 s).
+A demo build's three Python processes (the flow's and two stage workers) spent 13-18 s of its ~140 s of CPU
+collecting (measured with gc.callbacks in four builds), 11-14 s of it in full collections: with Python's default
+thresholds (700, 10, 10) every few thousand allocations of dbt's manifest, Great Expectations or a pydantic model start
+a young collection, and the hundreds of thousands of objects their imports left behind are walked again at each full
+one. A young generation of 10,000 objects cut the collectors' time to ~5.5 s (50,000: 7 s, its collections outgrow
+the CPU's cache; 5,000: 6.8 s).
 Garbage in reference cycles is still collected, only in larger batches.
 """
 

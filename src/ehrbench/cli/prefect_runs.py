@@ -75,8 +75,8 @@ def flow_failures(*reported: type[Exception]) -> Iterator[None]:
 def prefect_api() -> Iterator[Callable[[], None]]:
     """A configured but dead Prefect API (say, `make server` not stopped before a reboot) fails fast. Without one,
     the temporary server's database starts as a copy of a migrated one (ehrbench.stack.prefect_database) and the
-    server itself starts now (ehrbench.stack.temporary_server), while the caller imports
-    its flow; inside, Prefect's client and this process's children use it.
+    server itself starts now (ehrbench.stack.temporary_server), while the caller imports its flow; once it answers,
+    Prefect's client and this process's children use it.
 
     Yields the call that waits until the API is ready (raising ServerDidNotStart); make it before running a flow."""
     import httpx
