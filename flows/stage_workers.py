@@ -19,6 +19,7 @@ import importlib
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -29,7 +30,6 @@ from typing import Any
 from prefect import Flow, task
 from prefect.cache_policies import NONE
 from prefect.client.orchestration import get_client
-from prefect.futures import wait
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner
 
@@ -91,6 +91,7 @@ class StageWorkers:
         self._waiting: list[str] = []
         self._running: dict[str, tuple[float, Any]] = {}  # name -> (when it was handed over, its future)
         self._outcomes: dict[str, Any] = {}
+        self._a_stage_ended = threading.Event()  # set by a future's callback: the loop of run() wakes at once
 
     def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), **parameters: Any) -> None:
         """Stage `name`: `stage_flow` (a module-level flow) called with `parameters`, once the stages `after` have
@@ -122,8 +123,12 @@ class StageWorkers:
                     self._submit(name)
             if not self._running:
                 continue  # only stages not run were found: look again at what waits
-            done = wait([future for _, future in self._running.values()], timeout=1).done
-            for name in [n for n, (_, future) in self._running.items() if future in done]:
+            # Woken as a stage ends, not on a poll: the next stage takes the worker at once (prefect.futures.wait
+            # with a timeout returns at the timeout unless every future is done; polling each second cost a stage
+            # that waited for a worker ~0.5 s). The timeout is only a safety net.
+            self._a_stage_ended.wait(timeout=5)
+            self._a_stage_ended.clear()
+            for name in [n for n, (_, future) in self._running.items() if future.wrapped_future.done()]:
                 started, future = self._running.pop(name)
                 try:
                     outcomes[name] = future.result()
@@ -139,8 +144,10 @@ class StageWorkers:
     def _submit(self, name: str) -> None:
         self._waiting.remove(name)
         stage = self._stages[name]
-        self._running[name] = (time.perf_counter(), self._runner.submit(
-            run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters}))
+        future = self._runner.submit(
+            run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters})
+        self._running[name] = (time.perf_counter(), future)
+        future.wrapped_future.add_done_callback(lambda _: self._a_stage_ended.set())
 
 
 @contextmanager

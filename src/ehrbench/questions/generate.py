@@ -29,7 +29,7 @@ from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
 from ehrbench.questions.instantiate import Instance, InstantiationError, instantiate
 from ehrbench.questions.templates import Template
 from ehrbench.seeding import keyed_rng
-from ehrbench.warehouse import open_duckdb
+from ehrbench.warehouse import open_duckdb, open_sqlite_read_only
 
 
 def current_time_sentence(current_time: str) -> str:
@@ -151,7 +151,7 @@ class _Connections:
 
     def sqlite(self) -> sqlite3.Connection:
         if not hasattr(self._local, "sqlite"):
-            connection = sqlite3.connect(f"file:{self._sqlite_path}?mode=ro", uri=True, check_same_thread=False)
+            connection = open_sqlite_read_only(self._sqlite_path, check_same_thread=False)
             with self._lock:
                 self._opened.append(connection)
             self._local.sqlite = connection

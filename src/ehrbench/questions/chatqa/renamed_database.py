@@ -18,7 +18,7 @@ from ehrbench.questions.chatqa.suite import RENAMED_PROFILE, TIMEOUT_S
 from ehrbench.questions.generate import QueryTimeout, plain_cell, run_duckdb, run_sqlite
 from ehrbench.questions.templates import PROFILE_OF
 from ehrbench.renaming import TABLE_NAME_COLUMNS, SchemaRename, rename_sql
-from ehrbench.warehouse import open_duckdb
+from ehrbench.warehouse import open_duckdb, open_sqlite_read_only
 
 
 class _RenamedDatabase:
@@ -33,7 +33,7 @@ class _RenamedDatabase:
         compat_duckdb, _ = PROFILE_OF[database].benchmark.files(build_dir)
         self.duckdb = open_duckdb(str(renamed_duckdb), read_only=True)
         self.compat = open_duckdb(str(compat_duckdb), read_only=True)
-        self.sqlite = sqlite3.connect(f"file:{renamed_sqlite}?mode=ro", uri=True)
+        self.sqlite = open_sqlite_read_only(renamed_sqlite)
         self._values: dict[str, set[str]] = {}
 
     def close(self) -> None:
