@@ -12,7 +12,8 @@
               flows/meds_export.py)
           once dbt has built the FHIR resources:
             [5/10] fhir (export, fhir.resources validation, resource-id ground truth; flows/fhir_view.py)
-          once the databases are exported (FHIR ids from the FHIR models dbt built, while fhir exports them):
+          once the databases are exported (FHIR ids from the FHIR models dbt built, while fhir exports them; ahead
+          of fhir when both wait for a worker):
             [6/10] questions (templates → gold SQL executed → paraphrases → FHIR ids → GX, quarantine;
               flows/questions.py)
       → [10/10] publish (manifest.json, atomic rename, `latest`)
@@ -184,11 +185,13 @@ def build_benchmark(
                     workers.add("fhir", build_fhir, layout=layout, build_dir=build_dir, profile_vars=dbt_vars,
                                 seed=seed, ehrsql2024_dir=parameters.ehrsql2024_dir,
                                 mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
-                    workers.start()  # fhir reads the FHIR models while the databases are exported here
+                    # fhir goes to the first free worker, reading the FHIR models while the databases are exported
                     databases = export_databases(layout, build_dir, seed)
                     done(databases_detail(databases))
+                # questions asks a fixed number of questions: on a small build the longest stage left, it goes ahead
+                # of fhir if both wait for a worker (on a large one fhir, which grows with the data, has one by then)
                 workers.add("questions", build_questions, build_dir=build_dir, profile_vars=dbt_vars, seed=seed,
-                            settings=parameters.questions, data_dir=layout.root)
+                            settings=parameters.questions, data_dir=layout.root, priority=1)
                 ended = workers.run()
             fhir, question_sets, audit_tasks, note_questions, meds_datasets = (
                 ended[name] for name in ("fhir", "questions", "dq", "noteqa", "meds"))

@@ -15,6 +15,7 @@ handlers here — build.log and, from the CLI, the terminal's warnings — as if
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import logging
 import os
@@ -74,16 +75,17 @@ class _Stage:
     flow_reference: str  # "<module>:<name>"
     parameters: dict[str, Any]
     after: tuple[str, ...]
+    priority: int
 
 
 class StageWorkers:
-    """`add` the stages, optionally `start()` those added so far, then `run()`: each stage's result, its end reported
-    through `on_done` as it happens.
+    """`add` the stages, optionally `start()`, then `run()`: each stage's result, its end reported through `on_done`
+    (in the order the stages ended, from `run()` on).
 
-    A stage goes to a worker when one is free and the stages it comes after have succeeded, the first added first:
-    so a stage that waited for another (questions, for fhir) does not queue behind the ones added after it. `start()`
-    hands the stages added so far to the pool at once (they queue there for a free worker), so that they run while
-    this process goes on with other work; `run()` collects them with the rest."""
+    From `start()` (or `run()`) on, a thread of this process hands a stage to a worker as one is free and the stages
+    it comes after have succeeded, while this process goes on with other work; it is woken by a stage's end or a new
+    stage, never polls. Of the stages that wait for a worker, the one of highest `priority` goes first, then the first
+    added."""
 
     def __init__(self, runner: ProcessPoolTaskRunner, workers: int, on_done: StageEnded):
         self._runner, self.workers, self._on_done = runner, workers, on_done
@@ -91,63 +93,132 @@ class StageWorkers:
         self._waiting: list[str] = []
         self._running: dict[str, tuple[float, Any]] = {}  # name -> (when it was handed over, its future)
         self._outcomes: dict[str, Any] = {}
-        self._a_stage_ended = threading.Event()  # set by a future's callback: the loop of run() wakes at once
+        self._ended: list[tuple[str, Any, float]] = []  # (name, outcome, seconds) not yet reported to on_done
+        self._changed = threading.Condition()  # guards all of the above; notified on a stage's end or a new stage
+        self._all_added = False  # run() was called: once nothing waits or runs, the dispatcher ends
+        self._dispatched_all = False
+        self._dispatcher: threading.Thread | None = None
+        self._error: BaseException | None = None  # what broke the dispatcher itself
 
-    def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), **parameters: Any) -> None:
+    def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), priority: int = 0,
+            **parameters: Any) -> None:
         """Stage `name`: `stage_flow` (a module-level flow) called with `parameters`, once the stages `after` have
-        succeeded."""
-        unknown = [before for before in after if before not in self._stages]
-        if unknown:
-            raise ValueError(f"stage {name} comes after {unknown}: add those first")
-        self._stages[name] = _Stage(f"{stage_flow.fn.__module__}:{stage_flow.fn.__name__}", parameters, after)
-        self._waiting.append(name)
+        succeeded; ahead of the waiting stages of a lower `priority`."""
+        with self._changed:
+            unknown = [before for before in after if before not in self._stages]
+            if unknown:
+                raise ValueError(f"stage {name} comes after {unknown}: add those first")
+            if self._all_added:
+                raise RuntimeError(f"stage {name} added after run()")
+            self._stages[name] = _Stage(f"{stage_flow.fn.__module__}:{stage_flow.fn.__name__}", parameters, after,
+                                        priority)
+            self._waiting.append(name)
+            self._changed.notify_all()
 
     def start(self) -> None:
-        """Hand every stage added so far that comes after none to the pool now, whether or not a worker is free."""
-        for name in [n for n in self._waiting if not self._stages[n].after]:
-            self._submit(name)
+        """Hand stages to workers from now on, while this process goes on (idempotent)."""
+        if self._dispatcher is None:
+            # the thread runs in this thread's context (Prefect's flow run context: its task runs belong to the flow)
+            self._dispatcher = threading.Thread(target=contextvars.copy_context().run, args=(self._dispatch,),
+                                                name="stage-dispatcher", daemon=True)
+            self._dispatcher.start()
 
     def run(self) -> dict[str, Any]:
         """Every stage's result by name once all have ended. Else the first failed stage's error (in the order they
         were added), raised once every stage has ended, so that no worker still writes into a build being
         discarded."""
-        outcomes = self._outcomes
-        while self._waiting or self._running:
-            for name in [n for n in self._waiting if all(before in outcomes for before in self._stages[n].after)]:
-                failed_before = [b for b in self._stages[name].after if isinstance(outcomes[b], BaseException)]
-                if failed_before:
-                    self._waiting.remove(name)
-                    outcomes[name] = StageNotRun(f"{', '.join(failed_before)} failed")
-                    self._on_done(name, outcomes[name], 0.0)
-                elif len(self._running) < self.workers:
-                    self._submit(name)
-            if not self._running:
-                continue  # only stages not run were found: look again at what waits
-            # Woken as a stage ends, not on a poll: the next stage takes the worker at once (prefect.futures.wait
-            # with a timeout returns at the timeout unless every future is done; polling each second cost a stage
-            # that waited for a worker ~0.5 s). The timeout is only a safety net.
-            self._a_stage_ended.wait(timeout=5)
-            self._a_stage_ended.clear()
-            for name in [n for n, (_, future) in self._running.items() if future.wrapped_future.done()]:
-                started, future = self._running.pop(name)
-                try:
-                    outcomes[name] = future.result()
-                except BaseException as exc:  # noqa: BLE001 — reported, then raised below
-                    outcomes[name] = exc
-                self._on_done(name, outcomes[name], time.perf_counter() - started)
+        with self._changed:
+            self._all_added = True
+            self._changed.notify_all()
+        self.start()
+        while True:
+            with self._changed:
+                while not self._ended and not self._dispatched_all:
+                    self._changed.wait()
+                ended, self._ended, finished = self._ended, [], self._dispatched_all
+            for name, outcome, seconds in ended:
+                self._on_done(name, outcome, seconds)
+            if finished:
+                break
+        self._dispatcher.join()
+        if self._error is not None:
+            raise self._error
         _let_workers_exit(self._runner)
+        outcomes = self._outcomes
         for outcome in (outcomes[name] for name in self._stages):
             if isinstance(outcome, BaseException) and not isinstance(outcome, StageNotRun):
                 raise outcome
         return {name: outcomes[name].result for name in self._stages}
 
+    def close(self) -> None:
+        """No stage is handed over from now on (the flow failed before `run()`); the running ones go on."""
+        with self._changed:
+            self._waiting.clear()
+            self._all_added = True
+            self._changed.notify_all()
+
+    def _dispatch(self) -> None:
+        try:
+            self._dispatch_until_all_ended()
+        except BaseException as exc:  # noqa: BLE001 — raised by run(), not lost in this thread
+            self._error = exc
+        finally:
+            with self._changed:
+                self._dispatched_all = True
+                self._changed.notify_all()
+
+    def _dispatch_until_all_ended(self) -> None:
+        with self._changed:
+            while self._waiting or self._running or not self._all_added:
+                self._collect_ended()
+                self._hand_over()
+                if self._waiting or self._running or not self._all_added:
+                    self._changed.wait(timeout=5)  # woken by a stage's end or a new stage; the timeout: a safety net
+
+    def _collect_ended(self) -> None:
+        for name in [n for n, (_, future) in self._running.items() if future.wrapped_future.done()]:
+            started, future = self._running.pop(name)
+            try:
+                self._outcomes[name] = future.result()
+            except BaseException as exc:  # noqa: BLE001 — reported, then raised by run()
+                self._outcomes[name] = exc
+            self._ended.append((name, self._outcomes[name], time.perf_counter() - started))
+
+    def _hand_over(self) -> None:
+        """Report the stages after a failed one as not run (and those after them), then submit the ready stages
+        that free workers can take."""
+        outcomes, marked = self._outcomes, True
+        while marked:
+            marked = False
+            for name in [n for n in self._waiting if all(before in outcomes for before in self._stages[n].after)]:
+                failed_before = [b for b in self._stages[name].after if isinstance(outcomes[b], BaseException)]
+                if failed_before:
+                    self._waiting.remove(name)
+                    outcomes[name] = StageNotRun(f"{', '.join(failed_before)} failed")
+                    self._ended.append((name, outcomes[name], 0.0))
+                    marked = True
+        ready = [n for n in self._waiting if all(before in outcomes for before in self._stages[n].after)]
+        ready.sort(key=lambda n: -self._stages[n].priority)  # stable: the first added first among equals
+        for name in ready[:max(0, self.workers - len(self._running))]:
+            self._submit(name)
+        self._changed.notify_all()  # run() reports what ended
+
     def _submit(self, name: str) -> None:
         self._waiting.remove(name)
         stage = self._stages[name]
-        future = self._runner.submit(
-            run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters})
+        try:
+            future = self._runner.submit(
+                run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters})
+        except BaseException as exc:  # noqa: BLE001 — the stage failed to start: reported as its error
+            self._outcomes[name] = exc
+            self._ended.append((name, exc, 0.0))
+            return
         self._running[name] = (time.perf_counter(), future)
-        future.wrapped_future.add_done_callback(lambda _: self._a_stage_ended.set())
+        future.wrapped_future.add_done_callback(lambda _: self._notify())
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
 
 @contextmanager
@@ -170,7 +241,11 @@ def stage_workers(on_done: StageEnded, max_workers: int | None = None,
     with temporary_settings({PREFECT_API_URL: api_url}), runner:
         if warm_up:
             _start_workers(runner, workers)
-        yield StageWorkers(runner, workers, on_done)
+        stages = StageWorkers(runner, workers, on_done)
+        try:
+            yield stages
+        finally:
+            stages.close()  # a flow that failed before run(): the stages still waiting never start
 
 
 def _start_workers(runner: ProcessPoolTaskRunner, workers: int) -> None:

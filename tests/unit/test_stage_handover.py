@@ -1,6 +1,7 @@
-"""StageWorkers (flows/stage_workers.py) hands a waiting stage to a worker as soon as a running one ends, not on a
-poll: with a runner whose futures the test completes by hand, the next stage is submitted within a small fraction of
-a second of the end of the one before it (a poll each second would miss that most of the time)."""
+"""How StageWorkers (flows/stage_workers.py) hands stages to workers, with a runner whose futures the test ends by
+hand: as soon as a running stage ends, not on a poll (the next stage is submitted within a small fraction of a second;
+a poll each second would miss that most of the time); from start() on, while the caller goes on; the waiting stage of
+the highest priority first; never a stage after one that failed, however far down; none once closed."""
 
 from __future__ import annotations
 
@@ -39,6 +40,25 @@ def _outcome(name: str) -> StageOutcome:
     return StageOutcome({"stage": name}, StageTiming(started_at=datetime.now(UTC), seconds=0.0))
 
 
+def _workers(runner: _HandRunner, count: int = 1, ended: list | None = None) -> StageWorkers:
+    return StageWorkers(runner, workers=count,
+                        on_done=lambda name, outcome, seconds: ended.append(name) if ended is not None else None)
+
+
+def _submitted(runner: _HandRunner, name: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while name not in runner.submitted:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"stage {name} was not handed over; handed over: {sorted(runner.submitted)}")
+        time.sleep(0.001)
+
+
+def _end(runner: _HandRunner, name: str, error: BaseException | None = None) -> None:
+    _submitted(runner, name)
+    future = runner.submitted[name][1].wrapped_future
+    future.set_exception(error) if error else future.set_result(_outcome(name))
+
+
 def test_a_waiting_stage_goes_to_the_worker_freed_the_moment_a_stage_ends():
     from flows.dq import build_audit_tasks  # any module-level flow: the fake runner never runs it
 
@@ -63,3 +83,63 @@ def test_a_waiting_stage_goes_to_the_worker_freed_the_moment_a_stage_ends():
     assert results == {"first": {"stage": "first"}, "second": {"stage": "second"}}
     assert ended == ["first", "second"]
     assert runner.submitted["second"][0] - finished_at["first"] < HANDOVER_S
+
+
+def test_from_start_on_stages_go_to_workers_while_the_caller_goes_on_the_highest_priority_first():
+    from flows.dq import build_audit_tasks
+
+    runner = _HandRunner()
+    workers = _workers(runner)
+    workers.add("side", build_audit_tasks)
+    workers.start()
+    _submitted(runner, "side")  # handed over with run() not called
+    workers.add("grows", build_audit_tasks)
+    workers.add("fixed", build_audit_tasks, priority=1)
+    time.sleep(0.2)
+    assert set(runner.submitted) == {"side"}  # one worker, busy
+    _end(runner, "side")
+    _submitted(runner, "fixed")
+    assert "grows" not in runner.submitted  # added first, but of a lower priority
+    ender = threading.Thread(target=lambda: [_end(runner, name) for name in ("fixed", "grows")])
+    ender.start()
+    assert set(workers.run()) == {"side", "grows", "fixed"}
+    ender.join()
+
+
+def test_the_stages_after_a_failed_one_do_not_run_down_the_chain_and_the_failure_is_raised():
+    from flows.dq import build_audit_tasks
+    from flows.stage_workers import StageNotRun
+
+    runner, ended = _HandRunner(), {}
+    workers = StageWorkers(runner, workers=2, on_done=lambda name, outcome, seconds: ended.update({name: outcome}))
+    workers.add("broken", build_audit_tasks)
+    workers.add("after", build_audit_tasks, after=("broken",))
+    workers.add("after_that", build_audit_tasks, after=("after",))
+    workers.add("other", build_audit_tasks)
+    ender = threading.Thread(target=lambda: (_end(runner, "broken", ValueError("stage broke")), _end(runner, "other")))
+    ender.start()
+    try:
+        workers.run()
+    except ValueError as exc:
+        raised = exc
+    ender.join()
+    assert str(raised) == "stage broke"
+    assert set(runner.submitted) == {"broken", "other"}
+    assert sorted(ended) == ["after", "after_that", "broken", "other"]  # every stage reported, none left waiting
+    assert str(ended["after"]) == "broken failed" and str(ended["after_that"]) == "after failed"
+    assert isinstance(ended["after"], StageNotRun) and isinstance(ended["after_that"], StageNotRun)
+
+
+def test_once_closed_no_waiting_stage_is_handed_over():
+    from flows.dq import build_audit_tasks
+
+    runner = _HandRunner()
+    workers = _workers(runner)
+    workers.add("running", build_audit_tasks)
+    workers.add("waiting", build_audit_tasks)
+    workers.start()
+    _submitted(runner, "running")
+    workers.close()  # the flow failed before run()
+    _end(runner, "running")
+    time.sleep(0.2)
+    assert set(runner.submitted) == {"running"}
