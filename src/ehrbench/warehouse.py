@@ -101,7 +101,8 @@ SQLITE_MMAP_BYTES = 2**30
 
 def open_sqlite_read_only(database: Path | str, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """An exported SQLite database, opened read-only and memory-mapped."""
-    con = sqlite3.connect(f"file:{database}?mode=ro", uri=True, check_same_thread=check_same_thread)
+    uri = f"{Path(database).resolve().as_uri()}?mode=ro"  # as_uri: a '?' or '#' in the path is escaped
+    con = sqlite3.connect(uri, uri=True, check_same_thread=check_same_thread)
     con.execute(f"pragma mmap_size = {SQLITE_MMAP_BYTES}")
     return con
 

@@ -55,3 +55,16 @@ def test_a_connection_for_other_threads_only_when_asked(exported):
         worker.join()
         con.close()
     assert seen == {False: "refused", True: (1,)}
+
+
+def test_a_path_with_uri_characters_opens_that_file(tmp_path):
+    folder = tmp_path / "build?v=1#x"  # a bare 'file:' URI would read '?v=1' as its query and '#x' as a fragment
+    folder.mkdir()
+    path = folder / "eicu.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("create table patient (uniquepid text)")
+        con.execute("insert into patient values ('002-1')")
+    con.close()
+    reader = open_sqlite_read_only(path)
+    assert reader.execute("select uniquepid from patient").fetchall() == [("002-1",)]
+    reader.close()

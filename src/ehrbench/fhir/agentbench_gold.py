@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from ehrbench.errors import ConfigError
 from ehrbench.fhir.ids import MIMIC_IV_NAMESPACE, medication_key
+from ehrbench.warehouse import open_sqlite_read_only
 
 # The 13 templates FHIR-AgentBench removes (its config.py REMOVE_TEMPLATES: intake volumes, whose totalamount and
 # starttime it does not map to FHIR, and SQL it found too complex).
@@ -297,7 +298,7 @@ def ground_split(questions: Iterable[SplitQuestion], database: Path,
                  present: callable) -> list[AgentBenchGold]:
     """FHIR-AgentBench's gold for each question: `database` is the SQLite copy of `fhir_agentbench__mimic_iv`,
     `present(ids)` returns the subset of ids that exist in the mimic_iv_on_fhir view."""
-    sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    sqlite = open_sqlite_read_only(database)
     sqlite.row_factory = sqlite3.Row
     try:
         anchor_years = dict(sqlite.execute("select subject_id, anchor_year from patients").fetchall())

@@ -25,7 +25,7 @@ from ehrbench.ehrsql import prepare_gold_sql
 from ehrbench.fhir.evidence import UnsupportedQuery, evidence_queries, projected_columns
 from ehrbench.fhir.ids import RESOURCE_TYPES, key_from_fields, resource_id
 from ehrbench.fhir.resource_source import ResourceSource, resources_connection
-from ehrbench.warehouse import open_duckdb
+from ehrbench.warehouse import open_duckdb, open_sqlite_read_only
 
 # The resource (id namespace) each patient-data row of the EHRSQL MIMIC-IV schema becomes. Transfers live in the
 # hospital Encounter's location list; microbiology rows depend on what the question reads (_micro_namespaces).
@@ -78,7 +78,7 @@ def ground_questions(questions: Iterable[Question], database: Path, lineage: Pat
     its hidden lineage parquet, `resources` the view's resources (the build's fhir/resources.duckdb, or its models
     in the warehouse)."""
     prepare = (lambda sql: prepare_gold_sql(sql, current_time)) if current_time else prepare_gold_sql
-    sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    sqlite = open_sqlite_read_only(database)
     try:
         evidence = {q.question_id: _evidence_rows(sqlite, q, prepare) for q in questions if q.sql}
         scoped = {q.question_id: q.patient_scoped for q in questions if q.sql}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from sqlglot import exp
 from ehrbench.ehrsql import format_answer, prepare_gold_sql
 from ehrbench.fhir.ground_truth import Grounding
 from ehrbench.fhir.resource_source import ResourceSource, resources_connection
+from ehrbench.warehouse import open_sqlite_read_only
 
 # (table, column) of the EHRSQL MIMIC-IV schema -> the element of its resource holding the same value, as paths of
 # keys and list indexes (the first present one counts). A dictionary column (an item's label, a code's title) is
@@ -131,7 +131,7 @@ def check_groundings(groundings: Iterable[Grounding], questions: dict[str, str],
     if limit is not None and len(candidates) > limit:
         candidates = sorted(random.Random(seed).sample(candidates, limit), key=lambda g: g.question_id)
     result = CheckResult()
-    sqlite = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    sqlite = open_sqlite_read_only(database)
     with resources_connection(resources) as con:  # every resource needed, in one scan (not one each)
         texts = dict(con.execute("select id, resource::varchar from resources where id in (select unnest(?))",
                                  [sorted({i for g in candidates for i in g.resource_ids})]).fetchall())

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ehrbench.errors import MissingInputError
+from ehrbench.warehouse import open_sqlite_read_only
 
 TIMEOUT_S = 60.0  # EHRSQL's scorer gives a query 60 s
 
@@ -35,7 +36,7 @@ class SqliteDatabase:
             raise MissingInputError(f"{path}: no such database; expected a build with this database's .sqlite file")
         self.path = Path(path)
         self.timeout_s = timeout_s
-        self._con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        self._con = open_sqlite_read_only(self.path, check_same_thread=False)
         self._con.text_factory = lambda raw: raw.decode(errors="ignore")
         self._con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         self._con.set_authorizer(_reads_only)
