@@ -40,9 +40,11 @@ def _outcome(name: str) -> StageOutcome:
     return StageOutcome({"stage": name}, StageTiming(started_at=datetime.now(UTC), seconds=0.0))
 
 
-def _workers(runner: _HandRunner, count: int = 1, ended: list | None = None) -> StageWorkers:
-    return StageWorkers(runner, workers=count,
-                        on_done=lambda name, outcome, seconds: ended.append(name) if ended is not None else None)
+def _workers(runner: _HandRunner, count: int = 1) -> tuple[StageWorkers, dict]:
+    """The stage workers, and what on_done reported: each ended stage's outcome, in the order they were reported."""
+    ended: dict = {}
+    workers = StageWorkers(runner, workers=count, on_done=lambda name, outcome, seconds: ended.update({name: outcome}))
+    return workers, ended
 
 
 def _submitted(runner: _HandRunner, name: str, timeout_s: float = 10.0) -> None:
@@ -62,16 +64,15 @@ def _end(runner: _HandRunner, name: str, error: BaseException | None = None) -> 
 def test_a_waiting_stage_goes_to_the_worker_freed_the_moment_a_stage_ends():
     from flows.dq import build_audit_tasks  # any module-level flow: the fake runner never runs it
 
-    runner, ended = _HandRunner(), []
-    workers = StageWorkers(runner, workers=1, on_done=lambda name, outcome, seconds: ended.append(name))
+    runner = _HandRunner()
+    workers, ended = _workers(runner)
     workers.add("first", build_audit_tasks)
     workers.add("second", build_audit_tasks)
     finished_at: dict[str, float] = {}
 
     def end_stages():
         for name in ("first", "second"):
-            while name not in runner.submitted:
-                time.sleep(0.001)
+            _submitted(runner, name)
             time.sleep(0.3)  # the loop is asleep by now
             finished_at[name] = time.monotonic()
             runner.submitted[name][1].wrapped_future.set_result(_outcome(name))
@@ -81,7 +82,7 @@ def test_a_waiting_stage_goes_to_the_worker_freed_the_moment_a_stage_ends():
     results = workers.run()
     ender.join()
     assert results == {"first": {"stage": "first"}, "second": {"stage": "second"}}
-    assert ended == ["first", "second"]
+    assert list(ended) == ["first", "second"]
     assert runner.submitted["second"][0] - finished_at["first"] < HANDOVER_S
 
 
@@ -89,7 +90,7 @@ def test_from_start_on_stages_go_to_workers_while_the_caller_goes_on_the_highest
     from flows.dq import build_audit_tasks
 
     runner = _HandRunner()
-    workers = _workers(runner)
+    workers, _ = _workers(runner)
     workers.add("side", build_audit_tasks)
     workers.start()
     _submitted(runner, "side")  # handed over with run() not called
@@ -110,8 +111,8 @@ def test_the_stages_after_a_failed_one_do_not_run_down_the_chain_and_the_failure
     from flows.dq import build_audit_tasks
     from flows.stage_workers import StageNotRun
 
-    runner, ended = _HandRunner(), {}
-    workers = StageWorkers(runner, workers=2, on_done=lambda name, outcome, seconds: ended.update({name: outcome}))
+    runner = _HandRunner()
+    workers, ended = _workers(runner, count=2)
     workers.add("broken", build_audit_tasks)
     workers.add("after", build_audit_tasks, after=("broken",))
     workers.add("after_that", build_audit_tasks, after=("after",))
@@ -134,7 +135,7 @@ def test_once_closed_no_waiting_stage_is_handed_over():
     from flows.dq import build_audit_tasks
 
     runner = _HandRunner()
-    workers = _workers(runner)
+    workers, _ = _workers(runner)
     workers.add("running", build_audit_tasks)
     workers.add("waiting", build_audit_tasks)
     workers.start()
