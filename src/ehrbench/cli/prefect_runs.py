@@ -103,10 +103,31 @@ def prefect_api() -> Iterator[Callable[[], None]]:
 
         def wait_until_ready() -> None:  # its port is known once it answers (it may have had to take another)
             server.wait_until_ready(settings.server.ephemeral.startup_timeout_seconds)
-            os.environ["PREFECT_API_URL"] = server.api_url  # the flow's child processes read their settings anew
+            api_settings.enter_context(_process_wide_api_url(server.api_url))
             api_settings.enter_context(temporary_settings({PREFECT_API_URL: server.api_url}))
 
         yield wait_until_ready
+
+
+@contextmanager
+def _process_wide_api_url(api_url: str) -> Iterator[None]:
+    """`api_url` for the flow's child processes (they read their settings anew) and for every thread of this one,
+    restored afterwards. A thread that Prefect starts itself has no copy of the caller's settings context: the
+    process pool's message forwarder, which sends the stage workers' events and logs on, would otherwise find no API
+    and start a second temporary server of its own (~4 s of CPU, plus ~3 s here to import the server's app)."""
+    from prefect.context import refresh_global_settings_context
+
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = api_url
+    refresh_global_settings_context()
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+        refresh_global_settings_context()
 
 
 def _ready() -> None:
