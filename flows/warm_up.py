@@ -2,9 +2,10 @@
 
 Ingest, transform and validate run one at a time in the flow's process, mostly on one core, and each imports its
 libraries as it starts: dbt (~1.2 s) for the transform, Great Expectations (~1.7 s) for the validation. A thread
-imports them during the ingest instead (its DuckDB reads release the GIL). The stage workers (flows/stage_workers.py)
-start at the same time and import what their stages will load (~3 s each), rather than as the databases stage's dbt
-run keeps the other core busy.
+imports them during the ingest instead (its DuckDB reads release the GIL); `ehrbench build` starts that thread even
+earlier, while it waits ~3 s for its temporary Prefect server, whose start-up takes one core. The stage workers
+(flows/stage_workers.py) start at the same time and import what their stages will load (~3 s each), rather than as
+the databases stage's dbt run keeps the other core busy.
 """
 
 from __future__ import annotations

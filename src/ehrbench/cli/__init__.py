@@ -109,6 +109,9 @@ def build(
     use_prefect(root, verbose=verbose)
     with flow_failures(), following_flows(verbose), prefect_api() as api_ready:
         from flows.build_benchmark import build_benchmark  # Prefect is imported only for this command; meanwhile
+        from flows.warm_up import import_in_background
+
+        import_in_background()  # the first stages' slow imports, on the core that the starting server leaves idle
         api_ready()  # the temporary server (if there is no configured one) has been starting
         folder = build_benchmark(
             mimic_iv_dir=str(mimic_iv_dir) if mimic_iv_dir else None,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from ehrbench.fhir.search_params import (
     SearchTimeout,
     shown_value,
 )
+from ehrbench.statement_deadline import interrupted_after
 from ehrbench.warehouse import open_duckdb
 
 _CODING = [{"system": "VARCHAR", "code": "VARCHAR"}]
@@ -190,32 +190,13 @@ class SearchIndex:
 
     def _fetch(self, sql: str, args: list, what: str, advice: str) -> list[tuple]:
         """The rows of one statement on its own cursor, interrupted once timeout_s has passed."""
-        with self.cursor() as cur, _interrupted_after(self.timeout_s, cur) as deadline:
+        with self.cursor() as cur, interrupted_after(self.timeout_s, cur.interrupt) as deadline:
             try:
                 return cur.execute(sql, args).fetchall()
             except duckdb.InterruptException:
-                if deadline.is_set():
+                if deadline.fired:
                     raise SearchTimeout(f"{what} exceeded {self.timeout_s:g} s and was stopped{advice}") from None
                 raise
-
-
-@contextmanager
-def _interrupted_after(timeout_s: float, cursor: duckdb.DuckDBPyConnection):
-    """Interrupt the cursor's statement once timeout_s has passed (DuckDB has no statement timeout of its own);
-    yields an Event set when it did."""
-    fired = threading.Event()
-
-    def interrupt() -> None:
-        fired.set()
-        cursor.interrupt()
-
-    timer = threading.Timer(timeout_s, interrupt)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield fired
-    finally:
-        timer.cancel()
 
 
 _DATE_SQL = {

@@ -29,6 +29,7 @@ from ehrbench.questions.dialects import UntranspilableSql, to_sqlite
 from ehrbench.questions.instantiate import Instance, InstantiationError, instantiate
 from ehrbench.questions.templates import Template
 from ehrbench.seeding import keyed_rng
+from ehrbench.statement_deadline import interrupted_after
 from ehrbench.warehouse import open_duckdb, open_sqlite_read_only
 
 
@@ -244,14 +245,11 @@ def _execute(instance: Instance, question_id: str, con, sqlite, now: datetime,
 
 
 def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> list[tuple]:
-    timer = threading.Timer(timeout_s, con.interrupt)
-    timer.start()
-    try:
-        return con.execute(sql).fetchall()
-    except duckdb.InterruptException:
-        raise QueryTimeout(f"gold SQL ran longer than {timeout_s} s") from None
-    finally:
-        timer.cancel()
+    with interrupted_after(timeout_s, con.interrupt):
+        try:
+            return con.execute(sql).fetchall()
+        except duckdb.InterruptException:
+            raise QueryTimeout(f"gold SQL ran longer than {timeout_s} s") from None
 
 
 def run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tuple]:

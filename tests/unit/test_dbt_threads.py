@@ -1,0 +1,34 @@
+"""How many models dbt builds at a time (ehrbench.transform.dbt_threads): two on small raw tables, one on large."""
+
+import duckdb
+
+from ehrbench import transform
+from ehrbench.transform import dbt_threads
+
+
+def warehouse_with(path, **tables: int):
+    with duckdb.connect(str(path)) as con:
+        for name, rows in tables.items():
+            schema, table = name.split("__")
+            con.execute(f"create schema if not exists {schema}")
+            con.execute(f"create table {schema}.{table} as select range as i from range({rows})")
+    return path
+
+
+def test_small_raw_tables_get_two_threads_and_large_ones_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(transform, "PARALLEL_MODELS_UP_TO_RAW_ROWS", 100)
+    assert dbt_threads(warehouse_with(tmp_path / "small.duckdb", raw_mimic_iv__a=60, raw_eicu__b=40)) == 2
+    assert dbt_threads(warehouse_with(tmp_path / "large.duckdb", raw_mimic_iv__a=60, raw_eicu__b=41)) == 1
+
+
+def test_only_the_raw_tables_count(tmp_path, monkeypatch):
+    monkeypatch.setattr(transform, "PARALLEL_MODELS_UP_TO_RAW_ROWS", 100)
+    assert dbt_threads(warehouse_with(tmp_path / "w.duckdb", raw_mimic_iv__a=10, staging_mimic_iv__a=500)) == 2
+
+
+def test_a_warehouse_not_yet_made_gets_one(tmp_path):
+    assert dbt_threads(tmp_path / "none.duckdb") == 1
+
+
+def test_the_demos_get_two():
+    assert transform.PARALLEL_MODELS_UP_TO_RAW_ROWS >= 2_487_431  # both demos' raw rows (the build's ingest line)
