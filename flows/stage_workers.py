@@ -186,7 +186,15 @@ class StageWorkers:
 
     def _hand_over(self) -> None:
         """Report the stages after a failed one as not run (and those after them), then submit the ready stages
-        that free workers can take."""
+        that free workers can take; again while a stage fails to start (its followers do not run, and its worker is
+        still free for another)."""
+        while True:
+            self._report_not_run()
+            if not self._submit_ready():
+                break
+        self._changed.notify_all()  # run() reports what ended
+
+    def _report_not_run(self) -> None:
         outcomes, marked = self._outcomes, True
         while marked:
             marked = False
@@ -197,13 +205,16 @@ class StageWorkers:
                     outcomes[name] = StageNotRun(f"{', '.join(failed_before)} failed")
                     self._ended.append((name, outcomes[name], 0.0))
                     marked = True
-        ready = [n for n in self._waiting if all(before in outcomes for before in self._stages[n].after)]
-        ready.sort(key=lambda n: -self._stages[n].priority)  # stable: the first added first among equals
-        for name in ready[:max(0, self.workers - len(self._running))]:
-            self._submit(name)
-        self._changed.notify_all()  # run() reports what ended
 
-    def _submit(self, name: str) -> None:
+    def _submit_ready(self) -> bool:
+        """Submit the ready stages, the highest priority first, up to the free workers; whether one failed to start."""
+        ready = [n for n in self._waiting if all(before in self._outcomes for before in self._stages[n].after)]
+        ready.sort(key=lambda n: -self._stages[n].priority)  # stable: the first added first among equals
+        started = [self._submit(name) for name in ready[:max(0, self.workers - len(self._running))]]
+        return not all(started)
+
+    def _submit(self, name: str) -> bool:
+        """Whether the stage started; one whose submission raised is recorded as failed with that error."""
         self._waiting.remove(name)
         stage = self._stages[name]
         try:
@@ -212,9 +223,10 @@ class StageWorkers:
         except BaseException as exc:  # noqa: BLE001 — the stage failed to start: reported as its error
             self._outcomes[name] = exc
             self._ended.append((name, exc, 0.0))
-            return
+            return False
         self._running[name] = (time.perf_counter(), future)
         future.wrapped_future.add_done_callback(lambda _: self._notify())
+        return True
 
     def _notify(self) -> None:
         with self._changed:

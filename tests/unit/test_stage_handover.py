@@ -1,7 +1,8 @@
 """How StageWorkers (flows/stage_workers.py) hands stages to workers, with a runner whose futures the test ends by
 hand: as soon as a running stage ends, not on a poll (the next stage is submitted within a small fraction of a second;
 a poll each second would miss that most of the time); from start() on, while the caller goes on; the waiting stage of
-the highest priority first; never a stage after one that failed, however far down; none once closed."""
+the highest priority first; never a stage after one that failed, however far down, nor after one that failed to
+start; none once closed."""
 
 from __future__ import annotations
 
@@ -144,3 +145,37 @@ def test_once_closed_no_waiting_stage_is_handed_over():
     _end(runner, "running")
     time.sleep(0.2)
     assert set(runner.submitted) == {"running"}
+
+
+class _BrokenPoolRunner(_HandRunner):
+    """A pool that cannot start the stage `broken` (say, its worker process died)."""
+
+    def submit(self, task, parameters):
+        if parameters["name"] == "broken":
+            raise RuntimeError("pool is broken")
+        return super().submit(task, parameters)
+
+
+def test_a_stage_that_fails_to_start_frees_its_worker_and_its_followers_are_reported_at_once():
+    from flows.dq import build_audit_tasks
+
+    runner = _BrokenPoolRunner()
+    reported_at: dict[str, float] = {}
+    workers = StageWorkers(runner, workers=1,
+                           on_done=lambda name, outcome, seconds: reported_at.setdefault(name, time.monotonic()))
+    workers.add("broken", build_audit_tasks)
+    workers.add("after", build_audit_tasks, after=("broken",))
+    workers.add("other", build_audit_tasks)
+    started = time.monotonic()
+    workers.start()
+    _submitted(runner, "other")  # the one worker, not taken by the stage that failed to start
+    ender = threading.Thread(target=lambda: _end(runner, "other"))
+    ender.start()
+    try:
+        workers.run()
+    except RuntimeError as exc:
+        raised = exc
+    ender.join()
+    assert str(raised) == "pool is broken"
+    assert set(reported_at) == {"broken", "after", "other"}
+    assert reported_at["after"] - started < HANDOVER_S  # not after the dispatcher's 5 s safety-net wake
