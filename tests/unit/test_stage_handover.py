@@ -62,6 +62,19 @@ def _end(runner: _HandRunner, name: str, error: BaseException | None = None) -> 
     future.set_exception(error) if error else future.set_result(_outcome(name))
 
 
+def _raised_by_run(workers: StageWorkers, end_stages) -> BaseException:
+    """What run() raised while `end_stages` ended the stages in another thread."""
+    ender = threading.Thread(target=end_stages)
+    ender.start()
+    try:
+        workers.run()
+    except BaseException as exc:  # noqa: BLE001 — returned for the test's own assertions
+        return exc
+    finally:
+        ender.join()
+    raise AssertionError("run() raised nothing")
+
+
 def test_a_waiting_stage_goes_to_the_worker_freed_the_moment_a_stage_ends():
     from flows.dq import build_audit_tasks  # any module-level flow: the fake runner never runs it
 
@@ -118,14 +131,8 @@ def test_the_stages_after_a_failed_one_do_not_run_down_the_chain_and_the_failure
     workers.add("after", build_audit_tasks, after=("broken",))
     workers.add("after_that", build_audit_tasks, after=("after",))
     workers.add("other", build_audit_tasks)
-    ender = threading.Thread(target=lambda: (_end(runner, "broken", ValueError("stage broke")), _end(runner, "other")))
-    ender.start()
-    try:
-        workers.run()
-    except ValueError as exc:
-        raised = exc
-    ender.join()
-    assert str(raised) == "stage broke"
+    raised = _raised_by_run(workers, lambda: (_end(runner, "broken", ValueError("stage broke")), _end(runner, "other")))
+    assert isinstance(raised, ValueError) and str(raised) == "stage broke"
     assert set(runner.submitted) == {"broken", "other"}
     assert sorted(ended) == ["after", "after_that", "broken", "other"]  # every stage reported, none left waiting
     assert str(ended["after"]) == "broken failed" and str(ended["after_that"]) == "after failed"
@@ -169,13 +176,7 @@ def test_a_stage_that_fails_to_start_frees_its_worker_and_its_followers_are_repo
     started = time.monotonic()
     workers.start()
     _submitted(runner, "other")  # the one worker, not taken by the stage that failed to start
-    ender = threading.Thread(target=lambda: _end(runner, "other"))
-    ender.start()
-    try:
-        workers.run()
-    except RuntimeError as exc:
-        raised = exc
-    ender.join()
-    assert str(raised) == "pool is broken"
+    raised = _raised_by_run(workers, lambda: _end(runner, "other"))
+    assert isinstance(raised, RuntimeError) and str(raised) == "pool is broken"
     assert set(reported_at) == {"broken", "after", "other"}
     assert reported_at["after"] - started < HANDOVER_S  # not after the dispatcher's 5 s safety-net wake
