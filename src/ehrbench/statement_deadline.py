@@ -1,9 +1,9 @@
 """A statement's time limit: DuckDB has no statement timeout of its own, so a statement is interrupted from another
 thread once its time is up.
 
-One watchdog thread per process keeps every pending deadline. A `threading.Timer` per statement started a thread per
-query instead, and each start waits until the new thread has run: on a build whose two cores are busy, the questions
-stage's gold queries (~1,400 per database) spent seconds only starting timers.
+One watchdog thread per process keeps every pending deadline, instead of a `threading.Timer` per statement: a thread
+started per query (the questions stage runs ~1,400 gold queries per database), each start waiting until the new
+thread has run.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from ehrbench.dbt_parse_cache import keep_parse, parse_key, restore_parse
 from ehrbench.environment import environment
 from ehrbench.errors import TransformError
@@ -173,9 +175,12 @@ def dbt_threads(warehouse: Path) -> int:
     """How many models dbt builds at a time on `warehouse`: see PARALLEL_MODELS_UP_TO_RAW_ROWS."""
     if not warehouse.exists():
         return 1
-    with open_duckdb(str(warehouse), read_only=True) as con:  # closed before dbt opens it to write
-        (raw_rows,) = con.execute("select coalesce(sum(estimated_size), 0) from duckdb_tables() "
-                                  "where starts_with(schema_name, 'raw_')").fetchone()
+    try:
+        with open_duckdb(str(warehouse), read_only=True) as con:  # closed before dbt opens it to write
+            (raw_rows,) = con.execute("select coalesce(sum(estimated_size), 0) from duckdb_tables() "
+                                      "where starts_with(schema_name, 'raw_')").fetchone()
+    except duckdb.Error:  # held by another process, say: dbt's own attempt reports it in its words
+        return 1
     return 2 if raw_rows <= PARALLEL_MODELS_UP_TO_RAW_ROWS else 1
 
 

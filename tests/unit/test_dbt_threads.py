@@ -32,3 +32,19 @@ def test_a_warehouse_not_yet_made_gets_one(tmp_path):
 
 def test_the_demos_get_two():
     assert transform.PARALLEL_MODELS_UP_TO_RAW_ROWS >= 2_487_431  # both demos' raw rows (the build's ingest line)
+
+
+def test_a_warehouse_another_process_holds_gets_one_and_no_error_of_its_own(tmp_path):
+    import subprocess
+    import sys
+
+    path = warehouse_with(tmp_path / "held.duckdb", raw_mimic_iv__a=10)
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); "
+                               "print('held', flush=True); time.sleep(60)", str(path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert dbt_threads(path) == 1  # dbt's own attempt to open it then says why it cannot
+    finally:
+        holder.kill()
+        holder.wait()
