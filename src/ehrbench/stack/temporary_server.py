@@ -25,6 +25,10 @@ PORT_IN_USE_EXIT_CODE = 3  # uvicorn's exit code when its port was taken meanwhi
 # What Prefect sets for the temporary server it starts itself: no UI, and the server knows it is temporary.
 TEMPORARY_SERVER_ENVIRONMENT = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                                 "PREFECT__SERVER_FINAL": "1"}
+# Unless the user's environment says otherwise, the server does not register Prefect's block types as it starts (nor
+# hash the block registry to find out whether it must): the CLI waits ~1 s less for it (3.7 -> 2.7 s to answer). A
+# command's flows load no block it did not save, and saving a block registers its type.
+UNLESS_SET = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false", "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
 
 
 class ServerDidNotStart(EhrbenchError):
@@ -35,7 +39,7 @@ class TemporaryServer:
     """A Prefect API server in a child process on a free local port, stopped when this process exits."""
 
     def __init__(self, environment: Mapping[str, str], prefect_package: Path) -> None:
-        self._environment = {**environment, **TEMPORARY_SERVER_ENVIRONMENT}
+        self._environment = {**UNLESS_SET, **environment, **TEMPORARY_SERVER_ENVIRONMENT}
         self._prefect_package = prefect_package
         self.port = _free_port()
         self._process = self._run()
