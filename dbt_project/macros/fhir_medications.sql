@@ -163,20 +163,28 @@ mixes as (
     ) as mix_drugs
     group by request_medication_key
 
+),
+
+-- the drugs' and the mixes' resources, sorted together (a few thousand)
+medications as (
+
+    select id, source_key, resource
+    from drug_resources
+    union all
+    select
+        id, source_key,
+        {{ fhir_json_object(
+            fhir_json_required('resourceType', fhir_json_constant('Medication')),
+            fhir_json_required('id', fhir_json_plain_string('id')),
+            fhir_json_required('meta', fhir_json_meta('mimic-medication')),
+            fhir_json_required('status', fhir_json_constant('active')),
+            fhir_json_required('ingredient', 'ingredients')
+        ) }}
+    from mixes
+
 )
 
 select id, 'Medication' as resource_type, cast(null as varchar) as patient_id, 'prescriptions' as source_table,
        source_key, resource
-from drug_resources
-union all
-select
-    id, 'Medication', null, 'prescriptions', source_key,
-    {{ fhir_json_object(
-        fhir_json_required('resourceType', fhir_json_constant('Medication')),
-        fhir_json_required('id', fhir_json_plain_string('id')),
-        fhir_json_required('meta', fhir_json_meta('mimic-medication')),
-        fhir_json_required('status', fhir_json_constant('active')),
-        fhir_json_required('ingredient', 'ingredients')
-    ) }}
-from mixes
+from {{ fhir_rows_in_id_order('medications') }}
 {% endmacro %}

@@ -41,7 +41,7 @@ select
     id, 'Specimen' as resource_type, patient_id, 'microbiologyevents' as source_table,
     to_json(struct_pack(micro_specimen_id := micro_specimen_id)) as source_key,
     {{ specimen_json }} as resource
-from specimens
+from {{ fhir_rows_in_id_order('specimens') }}
 {% endmacro %}
 
 {% macro fhir_micro_test_resources(rows_model, zone=none) %}
@@ -133,7 +133,7 @@ select
     id, 'Observation' as resource_type, patient_id, 'microbiologyevents' as source_table,
     to_json(struct_pack(micro_specimen_id := micro_specimen_id, test_itemid := test_itemid)) as source_key,
     {{ observation_json }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}
 {% endmacro %}
 
 {% macro fhir_micro_org_resources(rows_model, zone=none) %}
@@ -197,7 +197,7 @@ select
     to_json(struct_pack(test_itemid := test_itemid, micro_specimen_id := micro_specimen_id,
                         org_itemid := org_itemid)) as source_key,
     {{ observation_json }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}
 {% endmacro %}
 
 {% macro fhir_micro_susc_resources(rows_model, zone=none) %}
@@ -258,5 +258,5 @@ select
     id, 'Observation' as resource_type, patient_id, 'microbiologyevents' as source_table,
     to_json(struct_pack(microevent_id := microevent_id)) as source_key,
     {{ observation_json }} as resource
-from susceptibilities
+from {{ fhir_rows_in_id_order('susceptibilities') }}
 {% endmacro %}

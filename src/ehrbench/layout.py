@@ -170,7 +170,8 @@ class BuildLayout:
         return self.fhir_view_resources(None)
 
     def fhir_ndjson(self, resource_type: str, view: str | None = None) -> Path:
-        """`fhir/[<view>/]<ResourceType>.ndjson.gz`: one resource per line, in id order (agent-facing)."""
+        """`fhir/[<view>/]<ResourceType>.ndjson.gz`: one resource per line; by the view's table (one per FHIR dbt
+        model, in name order), each table's resources in id order (agent-facing)."""
         return self.fhir_view(view) / f"{resource_type}.ndjson.gz"
 
     def fhir_view(self, view: str | None) -> Path:

@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from ehrbench.fhir.export import _string_bytes, export_fhir
+from ehrbench.fhir.export import _dangling_references, _IdOrder, _string_bytes, export_fhir
 
 
 def _patient(i: int, gender: str = "female") -> str:
@@ -25,7 +25,7 @@ def _encounter(i: int, patient: int) -> str:
 
 @pytest.fixture
 def warehouse(tmp_path):
-    def make(bad_patient: int | None = None, locations: tuple[str, ...] = ()):
+    def make(bad_patient: int | None = None, locations: tuple[str, ...] = (), patients_out_of_order: bool = False):
         path = tmp_path / "warehouse.duckdb"
         path.unlink(missing_ok=True)
         con = duckdb.connect(str(path))
@@ -40,7 +40,8 @@ def warehouse(tmp_path):
         for name in locations:  # a resource of no patient
             con.execute("insert into fhir__mimic_iv.location values (?, 'Location', null, 'transfers', '{}', ?)",
                         [name, json.dumps({"resourceType": "Location", "id": name, "name": name})])
-        for i in range(30, 0, -1):  # inserted out of id order
+        # in id order, as every FHIR model stores its rows (fhir_rows_in_id_order)
+        for i in (range(30, 0, -1) if patients_out_of_order else range(1, 31)):
             gender = "F" if i == bad_patient else "female"
             con.execute("insert into fhir__mimic_iv.patient values (?, 'Patient', ?, 'patients', '{}', ?)",
                         [f"p{i:03d}", f"p{i:03d}", _patient(i, gender)])
@@ -67,6 +68,63 @@ def test_files_hold_every_resource_in_id_order_and_are_reproducible(warehouse, t
         assert con.execute("select resource->>'status' from resources where id = 'e002'").fetchone() == ("finished",)
         con.close()
     assert digests[0] == digests[1]
+
+
+def test_files_are_the_same_whatever_the_compression_threads(warehouse, tmp_path, monkeypatch):
+    from ehrbench.fhir import export
+
+    monkeypatch.setattr(export, "_GZIP_BLOCK", 1024)  # the Encounter file's ~12 KB of JSON: a dozen blocks
+    digests = []
+    for threads in (1, 2):
+        monkeypatch.setattr(export, "COMPRESS_THREADS", threads)
+        result = export_fhir(warehouse(), tmp_path / f"t{threads}")
+        raw = (tmp_path / f"t{threads}" / result.files["Encounter"]).read_bytes()
+        assert len(gzip.decompress(raw).splitlines()) == 60 and raw[4:8] == b"\0\0\0\0"  # mtime 0
+        digests.append(hashlib.sha256(raw).hexdigest())
+    assert digests[0] == digests[1]
+
+
+def test_a_type_from_several_tables_is_written_table_by_table_each_in_id_order(warehouse, tmp_path):
+    path = warehouse()
+    con = duckdb.connect(str(path))
+    columns = "id varchar, resource_type varchar, patient_id varchar, source_table varchar, source_key varchar, " \
+              "resource varchar"
+    con.execute(f"create table fhir__mimic_iv.encounter_icu ({columns})")
+    for i in (3, 5, 100):  # ids between and beyond the hospital Encounters' e002..e061
+        con.execute("insert into fhir__mimic_iv.encounter_icu values (?, 'Encounter', 'p001', 'icustays', '{}', ?)",
+                    [f"e{i:03d}x", _encounter(i, 1).replace(f'"e{i:03d}"', f'"e{i:03d}x"')])
+    con.close()
+    result = export_fhir(path, tmp_path / "b1")
+    with gzip.open(tmp_path / "b1" / result.files["Encounter"], "rt") as lines:
+        ids = [json.loads(line)["id"] for line in lines]
+    hospital = [f"e{i:03d}" for i in range(2, 62)]
+    assert ids == hospital + ["e003x", "e005x", "e100x"]  # table encounter, then encounter_icu (name order)
+    con = duckdb.connect(str(tmp_path / "b1" / result.files["duckdb"]), read_only=True)
+    assert [i for (i,) in con.execute("select id from resources where resource_type = 'Encounter'").fetchall()] == ids
+    con.close()
+
+
+def test_a_table_not_in_id_order_fails_the_export_naming_it_and_leaves_no_files(warehouse, tmp_path):
+    # Encounter, the first type written: e060, e061, then e058 (row 2)
+    with pytest.raises(ValueError, match=r"fhir__mimic_iv\.encounter: its rows are not in id order \(row 2 .*"
+                                         r"fhir_rows_in_id_order"):
+        export_fhir(warehouse(patients_out_of_order=True), tmp_path / "b1")
+    assert not [p for p in (tmp_path / "b1" / "fhir").iterdir() if p.is_file()]
+
+
+def test_id_order_is_checked_across_batches_and_a_table_may_start_lower():
+    order = _IdOrder([("a", 3), ("b", 3)])
+    order.check(pa.array(["k", "m"]))
+    order.check(pa.array(["n", "c"]))  # b starts at row 3 with "c": allowed
+    order.check(pa.array(["d", "e"]))
+    with pytest.raises(ValueError, match="a: its rows are not in id order"):
+        _IdOrder([("a", 3), ("b", 3)]).check(pa.array(["k", "m", "l"]))
+    broken_at_a_batch_start = _IdOrder([("a", 4)])
+    broken_at_a_batch_start.check(pa.array(["k", "m"]))
+    with pytest.raises(ValueError, match=r"a: .*\(row 2 "):
+        broken_at_a_batch_start.check(pa.array(["l", "n"]))
+    equal_ids = _IdOrder([("a", 3)])
+    equal_ids.check(pa.array(["k", "k", "m"]))  # non-decreasing (uniqueness is dbt's test)
 
 
 def test_invalid_resources_are_reported_and_large_sets_are_sampled_by_patient(warehouse, tmp_path):
@@ -98,6 +156,26 @@ def test_references_to_no_resource_of_the_build_are_counted(warehouse, tmp_path)
     assert result.dangling_references == 2
     assert result.dangling_examples == ["Encounter/e900 -> Location/ward", "Encounter/e900 -> Patient/p999"]
     assert export_fhir(warehouse(locations=("icu",)), tmp_path / "b2").dangling_references == 0
+
+
+def test_dangling_references_count_every_occurrence_and_show_the_first_by_referrer_then_reference():
+    con = duckdb.connect()
+    con.execute("create table resources (id varchar, resource_type varchar, resource json)")
+    rows = [("p1", "Patient", {}),
+            ("e2", "Encounter", {"subject": {"reference": "Patient/p9"}}),
+            ("e1", "Encounter", {"subject": {"reference": "Patient/p9"},
+                                 "location": [{"location": {"reference": "Location/x"}}]}),
+            ("c1", "Condition", {"subject": {"reference": "Patient/p1"}, "encounter": {"reference": "Encounter/e1"}}),
+            ("c2", "Condition", {"subject": {"reference": "Patient/p9"}, "note": [{"reference": "Patient/p9"}]})]
+    for id_, kind, body in rows:
+        con.execute("insert into resources values (?, ?, ?)", [id_, kind, json.dumps(body)])
+    # occurrences of references to no resource, by (type, id, reference): Condition/c2 -> Patient/p9 (twice),
+    # Encounter/e1 -> Location/x, Encounter/e1 -> Patient/p9, Encounter/e2 -> Patient/p9
+    assert _dangling_references(con, shown=3) == (5, ["Condition/c2 -> Patient/p9", "Condition/c2 -> Patient/p9",
+                                                      "Encounter/e1 -> Location/x"])
+    assert _dangling_references(con, shown=5)[1][3:] == ["Encounter/e1 -> Patient/p9", "Encounter/e2 -> Patient/p9"]
+    con.execute("delete from resources where resource_type <> 'Patient'")
+    assert _dangling_references(con) == (0, [])
 
 
 def test_sampled_validation_also_checks_resources_of_no_patient(warehouse, tmp_path):

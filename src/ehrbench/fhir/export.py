@@ -1,7 +1,11 @@
 """Export of a FHIR view built by dbt into a build: `fhir/[<view>/]<ResourceType>.ndjson.gz` (one resource per line,
-in id order, gzip without a timestamp so that equal builds give equal files) and `fhir/[<view>/]resources.duckdb`
-(table `resources`: id, resource_type, patient_id, source_table, source_key, resource as JSON), plus their
-validation.
+gzip without a timestamp) and `fhir/[<view>/]resources.duckdb` (table `resources`: id, resource_type, patient_id,
+source_table, source_key, resource as JSON), plus their validation.
+
+Order, so that equal builds give equal files: by resource type, then by the view's tables (one per dbt model) in
+name order, each table's resources in id order. Each FHIR model stores its rows in id order (it sorts them before
+building their JSON: dbt_project/macros/fhir_ids.sql, `fhir_rows_in_id_order`), so the export copies and writes them
+as stored; it checks that order as it writes the files, and fails naming a table whose rows are not in it.
 
 Two views (dbt_project/models/fhir/): the EHRSQL-aligned one (`fhir/`: the EHRSQL-2024 database's rows and shifted
 times, which the generated FHIR suite and its ground truth use) and `mimic_iv_on_fhir` (`fhir/mimic_iv_on_fhir/`:
@@ -15,7 +19,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-from isal import igzip
+import pyarrow.compute as pc
+from isal import igzip_threaded
 
 from ehrbench.errors import MissingInputError
 from ehrbench.fhir.validation import ValidationReport, validate_resources
@@ -50,9 +55,9 @@ def fhir_selection(mimic_iv_on_fhir: bool = True) -> list[str]:
 
 
 RESOURCE_COLUMNS = ("id", "resource_type", "patient_id", "source_table", "source_key", "resource")
-# DuckDB's memory for an export, in place of open_duckdb's general limit: sorts spill to disk beyond it. The
-# mimic_iv_on_fhir view's ×10 scale-up (5 M resources) peaked at 14 GiB under DuckDB's default (80 % of the
-# machine); it takes 3.5 GiB with this
+# DuckDB's memory for an export, in place of open_duckdb's general limit: the reference check's join spills to disk
+# beyond it. The mimic_iv_on_fhir view's ×10 scale-up (5 M resources) peaked at 14 GiB under DuckDB's default (80 %
+# of the machine, when the export still sorted each type); 3.5 GiB with this
 EXPORT_MEMORY_LIMIT = "3GB"
 _BATCH = 10_000
 
@@ -86,23 +91,25 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
         con.execute("set preserve_insertion_order = true")  # a scan without ORDER BY returns rows as inserted
         con.execute(f"attach '{warehouse}' as \"{warehouse.stem}\" (read_only)")
         relations = fhir_relations(con, warehouse.stem, view.schema)
-        by_type: dict[str, list[str]] = {}  # resource type -> a select of its resources from each relation
-        for relation in relations:
+        by_type: dict[str, list[tuple[str, str]]] = {}  # resource type -> (relation, select of its resources)
+        for relation in relations:  # in name order
             source = f'"{warehouse.stem}".{relation}'
             kinds = [t for (t,) in con.execute(f"select distinct resource_type from {source} order by 1").fetchall()]
-            for kind in kinds:  # a relation of one type is read whole: a filter would make the sort need more memory
+            for kind in kinds:
                 where = "" if len(kinds) == 1 else f" where resource_type = '{kind.replace(chr(39), chr(39) * 2)}'"
-                by_type.setdefault(kind, []).append(f"select {', '.join(RESOURCE_COLUMNS)} from {source}{where}")
+                by_type.setdefault(kind, []).append(
+                    (relation, f"select {', '.join(RESOURCE_COLUMNS)} from {source}{where}"))
         con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
                     "source_table varchar, source_key varchar, resource json)")
         counts, files = {}, {"duckdb": str(database.relative_to(build_dir))}
-        # One type at a time, each sorted by id: the table ends up in (resource_type, id) order, and a sort holds one
-        # type's resources, not the view's (an Observation sort spills beyond the memory limit)
         for resource_type in sorted(by_type):
-            union = " union all ".join(by_type[resource_type])
-            counts[resource_type] = con.execute(f"insert into resources {union} order by id").fetchone()[0]
+            # copied as stored, one relation after another (no sort: each is in id order, which the file's write
+            # checks); the table ends up in the files' order
+            segments = [(relation, con.execute(f"insert into resources {select}").fetchone()[0])
+                        for relation, select in by_type[resource_type]]
+            counts[resource_type] = sum(rows for _, rows in segments)
             path = build.fhir_ndjson(resource_type, view.folder)
-            _write_ndjson(con, resource_type, path)
+            _write_ndjson(con, resource_type, path, segments)
             files[resource_type] = str(path.relative_to(build_dir))
         con.execute(f'detach "{warehouse.stem}"')
         result = FhirExport(counts=counts, files=files)
@@ -147,23 +154,25 @@ def fhir_relations(con: duckdb.DuckDBPyConnection, catalog: str, schema: str = E
 
 
 def _dangling_references(con: duckdb.DuckDBPyConnection, shown: int = 5) -> tuple[int, list[str]]:
-    """References (`"reference": "<Type>/<id>"` anywhere in a resource) that name no resource of the build."""
-    con.execute("""
+    """References (`"reference": "<Type>/<id>"` anywhere in a resource) that name no resource of the build: how many,
+    and the first `shown` by (resource type, id, reference). Each distinct reference is looked up once, with its count
+    (a join of every reference, 113 M on the x100 scale-up, with every resource spilled to disk: 86 s against 41 s);
+    the referrers are looked for only when there are dangling references (a second pass over the resources)."""
+    refs = "select resource_type, id, unnest(json_extract_string(resource, '$..reference')) as reference from resources"
+    con.execute(f"""
         create temp table dangling as
-        with refs as (
-            select resource_type, id, unnest(json_extract_string(resource, '$..reference')) as reference
-            from resources
-        )
-        select refs.* from refs
+        with referenced as (select reference, count(*) as occurrences from ({refs}) group by reference)
+        select referenced.* from referenced
         anti join resources as target
-            on target.resource_type = split_part(refs.reference, '/', 1)
-           and target.id = split_part(refs.reference, '/', 2)
+            on target.resource_type = split_part(referenced.reference, '/', 1)
+           and target.id = split_part(referenced.reference, '/', 2)
     """)
-    count = con.execute("select count(*) from dangling").fetchone()[0]
+    count = con.execute("select coalesce(sum(occurrences), 0) from dangling").fetchone()[0]
     examples = [f"{kind}/{id_} -> {reference}" for kind, id_, reference in con.execute(
-        "select resource_type, id, reference from dangling order by all limit ?", [shown]).fetchall()]
+        f"select * from ({refs}) where reference in (select reference from dangling) order by all limit ?",
+        [shown]).fetchall()] if count else []
     con.execute("drop table dangling")
-    return count, examples
+    return int(count), examples
 
 
 def _stream(result: duckdb.DuckDBPyConnection):
@@ -172,23 +181,61 @@ def _stream(result: duckdb.DuckDBPyConnection):
             yield text
 
 
-def _write_ndjson(con: duckdb.DuckDBPyConnection, resource_type: str, path: Path) -> None:
-    """One resource per line in id order, gzip without a name or a timestamp. Streamed in record batches (a view's
-    largest type is gigabytes of text), each written as the one buffer Arrow keeps its strings in: DuckDB appends
-    the newline, Python never touches a line.
+def _write_ndjson(con: duckdb.DuckDBPyConnection, resource_type: str, path: Path,
+                  segments: list[tuple[str, int]]) -> None:
+    """One resource per line in the table's order, gzip without a name or a timestamp; checks that each of the
+    `segments` (relation, rows: the type's resources as inserted) is in id order. Streamed in record batches (a
+    view's largest type is gigabytes of text), each written as the one buffer Arrow keeps its strings in: DuckDB
+    appends the newline, Python never touches a line.
 
     ISA-L's deflate (python-isal) at level 1: ~7x faster than zlib's level 1 on FHIR JSON, and a smaller file. Its
-    output depends only on the input and the library's version (not on the CPU among x86-64 ones with SSE4.2), so
-    equal builds on equal installs give equal files; any gzip reader reads them."""
-    result = con.execute("select resource::varchar || chr(10) from resources where resource_type = ?",
-                         [resource_type])  # in insertion order, which is id order (export_fhir)
-    with open(path, "wb") as raw, igzip.IGzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                                   compresslevel=1) as out:
+    output depends only on the input, the write sizes (whole batches of _NDJSON_BATCH rows, cut into _GZIP_BLOCK
+    blocks) and the library's version (not on the CPU among x86-64 ones with SSE4.2, nor on COMPRESS_THREADS), so
+    equal builds on equal installs give equal files; any gzip reader reads them (one gzip member, no name, mtime 0)."""
+    result = con.execute("select id, resource::varchar || chr(10) from resources where resource_type = ?",
+                         [resource_type])  # in insertion order
+    order = _IdOrder(segments)
+    with igzip_threaded.open(path, "wb", compresslevel=1, threads=COMPRESS_THREADS, block_size=_GZIP_BLOCK) as out:
         for batch in result.to_arrow_reader(_NDJSON_BATCH):
-            out.write(_string_bytes(batch.column(0)))
+            order.check(batch.column(0))
+            out.write(_string_bytes(batch.column(1)))
+
+
+class _IdOrder:
+    """Checks, batch by batch, that the ids of consecutive segments (relation, rows) are each in (non-decreasing) id
+    order; a segment may start below the one before it."""
+
+    def __init__(self, segments: list[tuple[str, int]]):
+        self.relations = [relation for relation, _ in segments]
+        self.starts = np.cumsum([0] + [rows for _, rows in segments])[:-1]  # the first row of each segment
+        self.row = 0  # rows seen
+        self.last: str | None = None  # the previous batch's last id
+
+    def check(self, ids: pa.Array) -> None:
+        if not len(ids):
+            return
+        # a row whose id is below its predecessor's: allowed only where a segment starts
+        back = pc.less(ids.slice(1), ids.slice(0, len(ids) - 1)).fill_null(False).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(back) + 1 + self.row
+        if self.last is not None and ids[0].as_py() < self.last:
+            rows = np.concatenate([[self.row], rows])
+        for row in rows[~np.isin(rows, self.starts)]:
+            segment = int(np.searchsorted(self.starts, row, side="right")) - 1
+            raise ValueError(
+                f"{self.relations[segment]}: its rows are not in id order (row {row - self.starts[segment]} "
+                f"comes before the one above it); a FHIR model must end with "
+                "`from {{ fhir_rows_in_id_order(...) }}` (dbt_project/macros/fhir_ids.sql)")
+        self.row += len(ids)
+        self.last = ids[-1].as_py()
 
 
 _NDJSON_BATCH = 100_000  # rows: ~100 MB of FHIR JSON per write
+# gzip compression off the thread that reads the resources: threads compress blocks of _GZIP_BLOCK bytes, each with
+# the previous block's last 32 KiB as its dictionary, so the file depends on the bytes and the block size only (the
+# same with 1 or 2 threads). On the x100 scale-up's MedicationAdministration (5.7 M resources): 8.7-9.3 s instead
+# of 11.3-12.4 s, the same CPU time
+COMPRESS_THREADS = 2
+_GZIP_BLOCK = 1 << 20
 
 
 def _string_bytes(strings: pa.Array) -> memoryview:

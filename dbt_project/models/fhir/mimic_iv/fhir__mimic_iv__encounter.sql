@@ -110,15 +110,6 @@ icu_stays as (
     inner join {{ ref('stg_mimic_iv__icustays') }} as s on s.stay_id = i.stay_id
     left join care_units as c on c.careunit = s.first_careunit
 
-)
+),
 
-select
-    id, 'Encounter' as resource_type, patient_id, 'admissions' as source_table,
-    to_json(struct_pack(hadm_id := hadm_id)) as source_key,
-    {{ hospital_json }} as resource
-from admissions
-union all
-select
-    id, 'Encounter', patient_id, 'icustays', to_json(struct_pack(stay_id := stay_id)),
-    {{ icu_json }}
-from icu_stays
+{{ fhir_encounters_in_id_order(hospital_json, icu_json) }}

@@ -32,4 +32,4 @@ select
     id, 'Location' as resource_type, cast(null as varchar) as patient_id, 'transfers' as source_table,
     to_json(struct_pack(careunit := careunit)) as source_key,
     {{ location_json }} as resource
-from identified
+from {{ fhir_rows_in_id_order('identified') }}

@@ -70,4 +70,4 @@ select
             fhir_json_optional('dose', fhir_json_quantity('totalamount', 'amount_unit')),
             fhir_json_optional('rateQuantity', fhir_json_quantity('rate', 'rate_unit'))))
     ) }} as resource
-from identified
+from {{ fhir_rows_in_id_order('identified') }}

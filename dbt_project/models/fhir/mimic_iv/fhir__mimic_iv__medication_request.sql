@@ -127,4 +127,4 @@ select
         fhir_json_optional('dispenseRequest', fhir_json_object(fhir_json_optional('validityPeriod', fhir_json_period(
             'starttime', 'case when stoptime >= starttime then stoptime end', start_required=true))))
     ) }} as resource
-from identified
+from {{ fhir_rows_in_id_order('identified') }}

@@ -104,4 +104,4 @@ observations as (
 select
     id, 'Observation' as resource_type, patient_id, 'outputevents' as source_table, source_key,
     {{ observation_json }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}

@@ -33,4 +33,4 @@ select
     'patients' as source_table,
     to_json(struct_pack(subject_id := subject_id)) as source_key,
     {{ patient_json }} as resource
-from patients
+from {{ fhir_rows_in_id_order('patients') }}

@@ -148,15 +148,6 @@ icu_stays as (
     left join icu_units as f on f.stay_id = i.stay_id and f.careunit = i.first_careunit
     left join icu_units as l on l.stay_id = i.stay_id and l.careunit = i.last_careunit
 
-)
+),
 
-select
-    id, 'Encounter' as resource_type, patient_id, 'admissions' as source_table,
-    to_json(struct_pack(hadm_id := hadm_id)) as source_key,
-    {{ hospital_json }} as resource
-from admissions
-union all
-select
-    id, 'Encounter', patient_id, 'icustays', to_json(struct_pack(stay_id := stay_id)),
-    {{ icu_json }}
-from icu_stays
+{{ fhir_encounters_in_id_order(hospital_json, icu_json) }}

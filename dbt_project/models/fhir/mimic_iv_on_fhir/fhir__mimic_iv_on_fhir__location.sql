@@ -6,6 +6,12 @@ with care_units as (
     from {{ source('mimic_iv', 'transfers') }}
     where careunit is not null
 
+),
+
+units as (
+
+    select careunit, {{ fhir_id('Location', 'careunit') }} as id from care_units
+
 )
 
 select
@@ -19,4 +25,4 @@ select
             'http://terminology.hl7.org/CodeSystem/location-physical-type', "'wa'", "'Ward'")),
         fhir_json_required('managingOrganization', on_fhir_organization_reference())
     ) }} as resource
-from (select careunit, {{ fhir_id('Location', 'careunit') }} as id from care_units) as units
+from {{ fhir_rows_in_id_order('units') }}

@@ -93,4 +93,4 @@ select
             fhir_json_optional('dose', fhir_json_quantity('dose_value', 'dose_unit')),
             fhir_json_optional('rateQuantity', fhir_json_quantity('infusion_rate', 'infusion_rate_unit'))) ~ " end")
     ) }} as resource
-from administrations
+from {{ fhir_rows_in_id_order('administrations') }}

@@ -43,4 +43,4 @@ select
             fhir_json_optional('dose', fhir_json_quantity('amount', 'amountuom')),
             fhir_json_optional('rateQuantity', fhir_json_quantity('rate', 'rateuom'))))
     ) }} as resource
-from inputs
+from {{ fhir_rows_in_id_order('inputs') }}

@@ -43,4 +43,4 @@ select
             fhir_json_optional('route', fhir_json_concept('mimic-medication-route', 'route')),
             on_fhir_dosage_max_per_hour())))
     ) }} as resource
-from dispenses
+from {{ fhir_rows_in_id_order('dispenses') }}

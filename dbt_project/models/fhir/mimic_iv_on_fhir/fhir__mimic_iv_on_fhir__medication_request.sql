@@ -88,4 +88,4 @@ select
         fhir_json_optional('dispenseRequest', "case when valid_from <= valid_to then " ~ fhir_json_object(
             fhir_json_required('validityPeriod', on_fhir_period('valid_from', 'valid_to'))) ~ " end")
     ) }} as resource
-from identified
+from {{ fhir_rows_in_id_order('identified') }}

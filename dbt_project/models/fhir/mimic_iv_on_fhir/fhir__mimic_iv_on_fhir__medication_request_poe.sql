@@ -14,6 +14,22 @@ with orders as (
       and (e.medication is not null or p.order_type in ('TPN', 'IV therapy'))
     group by e.poe_id
 
+),
+
+requests as (
+
+    select
+        o.poe_id,
+        o.medication,
+        p.order_type,
+        p.ordertime,
+        coalesce(case p.order_status when 'Active' then 'active' when 'Inactive' then 'stopped' end, 'unknown') as status,
+        {{ fhir_id('MedicationRequest', 'o.poe_id') }} as id,
+        {{ fhir_id('Patient', 'p.subject_id') }} as patient_id,
+        {{ fhir_id('Encounter', 'p.hadm_id') }} as encounter_id
+    from orders as o
+    inner join {{ source('mimic_iv', 'poe') }} as p on p.poe_id = o.poe_id
+
 )
 
 select
@@ -30,16 +46,4 @@ select
         fhir_json_optional('encounter', fhir_json_reference('Encounter', 'encounter_id')),
         fhir_json_optional('authoredOn', on_fhir_datetime('ordertime'))
     ) }} as resource
-from (
-    select
-        o.poe_id,
-        o.medication,
-        p.order_type,
-        p.ordertime,
-        coalesce(case p.order_status when 'Active' then 'active' when 'Inactive' then 'stopped' end, 'unknown') as status,
-        {{ fhir_id('MedicationRequest', 'o.poe_id') }} as id,
-        {{ fhir_id('Patient', 'p.subject_id') }} as patient_id,
-        {{ fhir_id('Encounter', 'p.hadm_id') }} as encounter_id
-    from orders as o
-    inner join {{ source('mimic_iv', 'poe') }} as p on p.poe_id = o.poe_id
-) as requests
+from {{ fhir_rows_in_id_order('requests') }}

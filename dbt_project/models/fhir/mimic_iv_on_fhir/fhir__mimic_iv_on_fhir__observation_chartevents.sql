@@ -71,4 +71,4 @@ select
     to_json(struct_pack(stay_id := stay_id, charttime := raw_charttime, itemid := itemid, value := raw_value))
         as source_key,
     {{ observation_json }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}

@@ -53,4 +53,4 @@ select
         fhir_json_optional('issued', on_fhir_datetime('storetime')),
         fhir_json_optional('valueDateTime', on_fhir_datetime('value'))
     ) }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}

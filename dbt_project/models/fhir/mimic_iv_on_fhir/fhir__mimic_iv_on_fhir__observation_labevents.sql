@@ -108,4 +108,4 @@ select
     id, 'Observation' as resource_type, patient_id, 'labevents' as source_table,
     to_json(struct_pack(labevent_id := labevent_id)) as source_key,
     {{ observation_json }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}

@@ -55,4 +55,4 @@ select
         fhir_json_optional('issued', on_fhir_datetime('storetime')),
         fhir_json_optional('valueQuantity', fhir_json_quantity('value', unit_members='unit_members'))
     ) }} as resource
-from observations
+from {{ fhir_rows_in_id_order('observations') }}

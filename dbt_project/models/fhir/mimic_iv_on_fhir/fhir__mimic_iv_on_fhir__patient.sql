@@ -87,4 +87,4 @@ select
             ~ "'[{\"language\":{\"coding\":[{\"system\":\"urn:ietf:bcp:47\",\"code\":\"en\"}]}}]' end"),
         fhir_json_required('managingOrganization', on_fhir_organization_reference())
     ) }} as resource
-from patients
+from {{ fhir_rows_in_id_order('patients') }}

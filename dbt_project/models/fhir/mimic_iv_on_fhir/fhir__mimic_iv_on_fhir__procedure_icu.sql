@@ -37,4 +37,4 @@ select
         fhir_json_optional('encounter', fhir_json_reference('Encounter', 'encounter_id')),
         fhir_json_optional('performedPeriod', on_fhir_period('starttime', 'endtime'))
     ) }} as resource
-from events
+from {{ fhir_rows_in_id_order('events') }}

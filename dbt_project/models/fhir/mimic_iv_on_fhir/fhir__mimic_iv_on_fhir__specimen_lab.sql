@@ -8,6 +8,18 @@ with specimens as (
     where specimen_id is not null
     group by specimen_id
 
+),
+
+identified as (
+
+    select
+        s.*,
+        {{ clean_text('d.fluid') }} as fluid,
+        {{ fhir_id('SpecimenLab', 's.specimen_id') }} as id,
+        {{ fhir_id('Patient', 's.subject_id') }} as patient_id
+    from specimens as s
+    left join {{ ref('stg_mimic_iv__d_labitems') }} as d on d.itemid = s.itemid
+
 )
 
 select
@@ -20,12 +32,4 @@ select
         fhir_json_required('subject', fhir_json_reference('Patient', 'patient_id')),
         fhir_json_optional('collection', fhir_json_object(fhir_json_optional('collectedDateTime', on_fhir_datetime('charttime'))))
     ) }} as resource
-from (
-    select
-        s.*,
-        {{ clean_text('d.fluid') }} as fluid,
-        {{ fhir_id('SpecimenLab', 's.specimen_id') }} as id,
-        {{ fhir_id('Patient', 's.subject_id') }} as patient_id
-    from specimens as s
-    left join {{ ref('stg_mimic_iv__d_labitems') }} as d on d.itemid = s.itemid
-) as identified
+from {{ fhir_rows_in_id_order('identified') }}
