@@ -40,7 +40,8 @@
 {#- A FHIR model's rows in id order, as the final select's relation: `from {{ fhir_rows_in_id_order('rows') }}`.
     The export writes each model's rows as stored (ehrbench.fhir.export, which checks the order), so every FHIR model
     ends with this: sorting the narrow rows before their JSON is built costs a fraction of sorting the resources
-    afterwards (on the x10 scale-up's chartevents, +0.6 s here against +3.5 s in the export). -#}
+    afterwards (the x10 scale-up's chartevents: +0.6 s here against +3.5 s in the export; at x100 this sort spills
+    too, +28 s on that model, and the whole build still gained 82 s, README "Performance"). -#}
 {% macro fhir_rows_in_id_order(rows) -%}
     (select * from {{ rows }} order by id) as {{ rows }}
 {%- endmacro %}

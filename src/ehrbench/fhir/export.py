@@ -55,8 +55,8 @@ def fhir_selection(mimic_iv_on_fhir: bool = True) -> list[str]:
 
 
 RESOURCE_COLUMNS = ("id", "resource_type", "patient_id", "source_table", "source_key", "resource")
-# DuckDB's memory for an export, in place of open_duckdb's general limit: the reference check's join spills to disk
-# beyond it. The mimic_iv_on_fhir view's ×10 scale-up (5 M resources) peaked at 14 GiB under DuckDB's default (80 %
+# DuckDB's memory for an export, in place of open_duckdb's general limit: the reference check spills to disk beyond
+# it. The mimic_iv_on_fhir view's ×10 scale-up (5 M resources) peaked at 14 GiB under DuckDB's default (80 %
 # of the machine, when the export still sorted each type); 3.5 GiB with this
 EXPORT_MEMORY_LIMIT = "3GB"
 _BATCH = 10_000
@@ -156,8 +156,8 @@ def fhir_relations(con: duckdb.DuckDBPyConnection, catalog: str, schema: str = E
 def _dangling_references(con: duckdb.DuckDBPyConnection, shown: int = 5) -> tuple[int, list[str]]:
     """References (`"reference": "<Type>/<id>"` anywhere in a resource) that name no resource of the build: how many,
     and the first `shown` by (resource type, id, reference). Each distinct reference is looked up once, with its count
-    (a join of every reference, 113 M on the x100 scale-up, with every resource spilled to disk: 86 s against 41 s);
-    the referrers are looked for only when there are dangling references (a second pass over the resources)."""
+    (joining every reference with every resource spilled to disk: on the x100 scale-up's 113 M references 86 s, this
+    way 41 s); their referrers are looked for only when there are dangling references (a second pass)."""
     refs = "select resource_type, id, unnest(json_extract_string(resource, '$..reference')) as reference from resources"
     con.execute(f"""
         create temp table dangling as
