@@ -71,12 +71,10 @@ def test_files_hold_every_resource_in_id_order_and_are_reproducible(warehouse, t
 
 
 def test_files_are_the_same_whatever_the_compression_threads(warehouse, tmp_path, monkeypatch):
-    from ehrbench.fhir import export
-
-    monkeypatch.setattr(export, "_GZIP_BLOCK", 1024)  # the Encounter file's ~12 KB of JSON: a dozen blocks
+    monkeypatch.setattr("ehrbench.fhir.export._GZIP_BLOCK", 1024)  # the Encounter file's ~12 KB of JSON: a dozen blocks
     digests = []
     for threads in (1, 2):
-        monkeypatch.setattr(export, "COMPRESS_THREADS", threads)
+        monkeypatch.setattr("ehrbench.fhir.export.COMPRESS_THREADS", threads)
         result = export_fhir(warehouse(), tmp_path / f"t{threads}")
         raw = (tmp_path / f"t{threads}" / result.files["Encounter"]).read_bytes()
         assert len(gzip.decompress(raw).splitlines()) == 60 and raw[4:8] == b"\0\0\0\0"  # mtime 0
