@@ -11,7 +11,7 @@ Per factor f, under --work-dir (default data/bench/, gitignored; deleted afterwa
 2. timed: `ehrbench build` on those files and the eICU demo (not replicated), with the build's default settings,
    in a new data directory with its temporary Prefect server on a new database and the user's cache folder kept (as
    `make bench`). The memory of the build's process tree (the CLI, the temporary Prefect server, the stage workers,
-   ...) is summed every SAMPLE_SECONDS, shared pages counted once (PSS).
+   ...) is summed every SAMPLE_SECONDS, shared pages counted once (PSS; see TreeMemory for how it is sampled cheaply).
 Reports per factor and stage: seconds (the build manifest's), the peak of the tree's summed memory while the stage ran
 (stages run side by side from databases on, so a stage's peak includes its neighbours'), and each stage's growth in
 time from the previous factor next to the raw rows' growth. Then a JSON line.
@@ -39,7 +39,10 @@ from fresh_process import run_fresh
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
-SAMPLE_SECONDS = 0.25
+SAMPLE_SECONDS = 0.25  # every process's RSS (/proc/<pid>/statm: a few counters)
+# each process's PSS (/proc/<pid>/smaps_rollup): a walk of its page tables under its mmap lock, ~70 ms of kernel time
+# for a 4 GB process; read every 0.25 s it cost the x100 build ~half a core and stalled the build's own allocations
+PSS_SECONDS = 5.0
 GOAL_SECONDS, GOAL_GIB = 600, 8
 
 PREPARE_FILES = """
@@ -85,27 +88,43 @@ out["files_gib"] = sum(p.stat().st_size for p in folder.rglob("*.csv.gz")) / 2**
 
 class TreeMemory:
     """Samples the summed proportional set size (PSS: a page shared by n processes counts 1/n in each) of a process
-    and all its descendants in a thread, with wall-clock times."""
+    and all its descendants in a thread, with wall-clock times.
+
+    Every SAMPLE_SECONDS each process's RSS is read; its PSS only every PSS_SECONDS (and when first seen). Between, a
+    process's PSS is its RSS less what its last reading found shared (RSS - PSS): private pages, what a build's
+    memory grows by, count fully in both, and the shared pages' share changes slowly (libraries, the forked
+    workers' pages)."""
 
     def __init__(self, pid: int):
         self.root = psutil.Process(pid)
         self.samples: list[tuple[float, int]] = []
+        # (pid, start time) -> (time of its last PSS reading, RSS - PSS then)
+        self._shared: dict[tuple[int, float], tuple[float, int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            total = 0
             try:
                 processes = [self.root, *self.root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 break
+            now, total = time.time(), 0
             for process in processes:
                 with contextlib.suppress(psutil.Error):  # ended between listing and reading
-                    total += process.memory_full_info().pss
-            self.samples.append((time.time(), total))
+                    total += self._pss(process, now)
+            self.samples.append((now, total))
             self._stop.wait(SAMPLE_SECONDS)
+
+    def _pss(self, process: psutil.Process, now: float) -> int:
+        key = (process.pid, process.create_time())
+        read_at, shared = self._shared.get(key, (float("-inf"), 0))
+        if now - read_at >= PSS_SECONDS:
+            full = process.memory_full_info()
+            self._shared[key] = (now, full.rss - full.pss)
+            return full.pss
+        return max(0, process.memory_info().rss - shared)
 
     def stop(self) -> None:
         self._stop.set()
