@@ -36,7 +36,7 @@ run_dbt(["seed", "--select", "mimic_iv_on_fhir_race"], warehouse=Path(args["ware
 out = {}
 """
 
-# view -> (dbt selection, warehouse schema, ehrbench.fhir.export view)
+# view -> (dbt selection, schema of its models, ehrbench.fhir.export view)
 VIEWS = {"ehrsql2024": ("fhir.mimic_iv", "fhir__mimic_iv", "EHRSQL_ALIGNED_VIEW"),
          "mimic_iv_on_fhir": ("fhir.mimic_iv_on_fhir", "fhir__mimic_iv_on_fhir", "MIMIC_IV_ON_FHIR_VIEW")}
 
@@ -48,7 +48,9 @@ t = time.perf_counter()
 run = run_dbt(["run", "--select", args["selection"]], warehouse=Path(args["warehouse"]),
               work_dir=Path(args["dbt_work"]), vars=args["vars"])
 out = {"invoke_s": time.perf_counter() - t, "node_s": sum(n.seconds for n in run.nodes), "nodes": len(run.nodes)}
-con = duckdb.connect(args["warehouse"], read_only=True)
+from ehrbench.fhir import export
+view = getattr(export, args["view"])  # its models: in the warehouse, or in a file of their own beside it
+con = duckdb.connect(str(view.models_file(Path(args["warehouse"]))), read_only=True)
 con.execute("set enable_progress_bar = false")
 tables = [t for (t,) in con.execute(
     "select table_name from information_schema.tables where table_schema = ?", [args["schema"]]).fetchall()]

@@ -5,8 +5,8 @@ renamed) and export each as stand-alone DuckDB and SQLite files into the build f
       → copied into a file of their own (DataLayout.side_stage_inputs), which the dq, noteqa and meds stages read in
         worker processes from here on, while:
     dbt build of every profile (renamed_random's schemas dropped first: their names change with the seed) and every
-      other model the later stages read (`downstream`: the FHIR views) — the warehouse's last write, so that the fhir
-      stage, started here, and questions read it only
+      other model the later stages read (`downstream`: the FHIR views; mimic_iv_on_fhir's into a file of its own,
+      deleted first) — the warehouse's last write, so that the fhir stage, started here, and questions read it only
       → per benchmark database (ehrbench.export.export_benchmark_database):
         `db/<profile>/<database>.duckdb|.sqlite` (agent-facing), and what agents must not see under `hidden/`:
         the lineage of every row (`hidden/lineage/<profile>/<database>.parquet`) and the schema renames
@@ -22,6 +22,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from ehrbench.export import export_benchmark_database
+from ehrbench.fhir.export import remove_view_databases
 from ehrbench.layout import BuildLayout, DataLayout
 from ehrbench.profiles import BENCHMARK_DATABASES, ProfileVars, schema_renames
 from ehrbench.settings import NotesSource
@@ -50,6 +51,7 @@ def build_profiles(layout: DataLayout, profile_vars: ProfileVars, log_dir: Path,
     """The dbt run of every profile and the `downstream` selectors (each selects models that depend on the profiles
     or staging); the side stages' models (of `notes_source`) are not in it: `build_side_stage_inputs` built them."""
     drop_schemas(layout.warehouse, tuple(db.schema for db in BENCHMARK_DATABASES if db.profile == "renamed_random"))
+    remove_view_databases(layout.warehouse)  # built anew into files of their own, which fhir copies whole
     run = run_dbt(profiles_command(downstream, notes_source), warehouse=layout.warehouse,
                   work_dir=layout.dbt_work, vars=profile_vars.to_dbt_vars(), log_dir=log_dir)
     log_dbt_run(run, log_dir)

@@ -165,8 +165,8 @@ class BuildLayout:
 
     @property
     def fhir_resources(self) -> Path:
-        """`fhir/resources.duckdb`: every resource as JSON, table `resources` (agent-facing through the FHIR tools
-        and endpoint)."""
+        """`fhir/resources.duckdb`: every resource as JSON, view `resources` over the view's tables (agent-facing
+        through the FHIR tools and endpoint)."""
         return self.fhir_view_resources(None)
 
     def fhir_ndjson(self, resource_type: str, view: str | None = None) -> Path:
@@ -180,7 +180,7 @@ class BuildLayout:
         return self.fhir / view if view else self.fhir
 
     def fhir_view_resources(self, view: str | None) -> Path:
-        """`fhir/[<view>/]resources.duckdb`: a view's resources as JSON, table `resources` (agent-facing)."""
+        """`fhir/[<view>/]resources.duckdb`: a view's resources as JSON, view `resources` (agent-facing)."""
         return self.fhir_view(view) / "resources.duckdb"
 
     def fhir_ground_truth(self, name: str) -> Path:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import yaml
 
 from ehrbench.dbt_parse_cache import keep_parse, parse_key, restore_parse
 from ehrbench.environment import environment
@@ -193,6 +194,17 @@ def _failing_column_checks(warehouse: Path, result) -> str | None:
         return None
 
     with open_duckdb(str(warehouse), read_only=True) as con:
+        for alias, path in attached_databases(warehouse).items():  # a test of a model built into one of them
+            if path.is_file():
+                con.execute(f"attach '{path}' as {alias} (read_only)")
         rows = con.execute(node.compiled_code).fetchall()
     return ", ".join(f"{test} on {column}: {failing}" if column else f"{test}: {failing}"
                      for test, column, failing in rows)
+
+
+def attached_databases(warehouse: Path, project_dir: Path = PROJECT_DIR) -> dict[str, Path]:
+    """The databases dbt attaches beside the warehouse (profiles.yml's `attach`: models configured with
+    `+database: <alias>` are built into them): alias -> file."""
+    profile = yaml.safe_load((project_dir / "profiles.yml").read_text(encoding="utf-8"))
+    target = profile["ehrbench"]["outputs"][profile["ehrbench"]["target"]]
+    return {entry["alias"]: warehouse.parent / entry["path"] for entry in target.get("attach", [])}

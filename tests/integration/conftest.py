@@ -105,8 +105,8 @@ def copy_data_dir(source: Path, target: Path) -> None:
 @pytest.fixture(scope="session")
 def fhir_warehouse(mimic_demo_dir, tmp_path_factory, worker_id):
     """A warehouse with the MIMIC-IV demo, its staging, the ehrsql2024 profile with its lineage and both FHIR views
-    (fhir__mimic_iv, fhir__mimic_iv_on_fhir) built with their dbt tests (read-only from the tests); made once per
-    test run, like demo_build."""
+    (fhir__mimic_iv; fhir__mimic_iv_on_fhir in its own file beside it) built with their dbt tests (read-only from the
+    tests); made once per test run, like demo_build."""
     root = _shared_folder(tmp_path_factory, worker_id, "fhir")
     path = root / "warehouse.duckdb"
     with (root / "lock").open("a+") as lock:

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pytest
 
+from ehrbench.fhir.export import MIMIC_IV_ON_FHIR_VIEW
 from ehrbench.fhir.validation import validate_resources
 from tests.conftest import SHARED_DATA, mimic_fhir_id
 from tests.integration.conftest import read_demo_csv
@@ -29,10 +30,11 @@ ORGANIZATION = "ee172322-118b-5716-abbc-18e4c5437e15"  # the managingOrganizatio
 
 
 class View:
-    """The view's resources, read per model (alias) when a test needs them: ~500k in all."""
+    """The view's resources, read per model (alias) when a test needs them: ~500k in all. dbt builds them into a file
+    of their own beside the warehouse."""
 
     def __init__(self, warehouse):
-        self.con = duckdb.connect(str(warehouse), read_only=True)
+        self.con = duckdb.connect(str(MIMIC_IV_ON_FHIR_VIEW.models_file(warehouse)), read_only=True)
         self.tables = sorted(t for (t,) in self.con.execute(
             "select table_name from information_schema.tables where table_schema = ?", [SCHEMA]).fetchall())
         self._read: dict[str, dict[str, dict]] = {}

@@ -1,4 +1,4 @@
-"""Export of the FHIR resource tables into a build: ndjson.gz per type, a DuckDB table, validation."""
+"""Export of the FHIR resource tables into a build: ndjson.gz per type, a DuckDB file, validation."""
 
 from __future__ import annotations
 
@@ -9,8 +9,20 @@ import json
 import duckdb
 import pyarrow as pa
 import pytest
+import yaml
 
-from ehrbench.fhir.export import _dangling_references, _IdOrder, _string_bytes, export_fhir
+from ehrbench.errors import MissingInputError
+from ehrbench.fhir.export import (
+    EHRSQL_ALIGNED_VIEW,
+    MIMIC_IV_ON_FHIR_VIEW,
+    FhirView,
+    _dangling_references,
+    _IdOrder,
+    _string_bytes,
+    export_fhir,
+    remove_view_databases,
+)
+from ehrbench.transform import PROJECT_DIR, attached_databases
 
 
 def _patient(i: int, gender: str = "female") -> str:
@@ -110,19 +122,20 @@ def test_a_table_not_in_id_order_fails_the_export_naming_it_and_leaves_no_files(
     assert not [p for p in (tmp_path / "b1" / "fhir").iterdir() if p.is_file()]
 
 
-def test_id_order_is_checked_across_batches_and_a_table_may_start_lower():
-    order = _IdOrder([("a", 3), ("b", 3)])
+def test_id_order_is_checked_within_and_across_batches():
+    order = _IdOrder("a")
     order.check(pa.array(["k", "m"]))
-    order.check(pa.array(["n", "c"]))  # b starts at row 3 with "c": allowed
-    order.check(pa.array(["d", "e"]))
-    with pytest.raises(ValueError, match="a: its rows are not in id order"):
-        _IdOrder([("a", 3), ("b", 3)]).check(pa.array(["k", "m", "l"]))
-    broken_at_a_batch_start = _IdOrder([("a", 4)])
+    order.check(pa.array(["n", "p"]))
+    order.check(pa.array([], pa.string()))
+    with pytest.raises(ValueError, match=r"a: its rows are not in id order \(row 2 "):
+        _IdOrder("a").check(pa.array(["k", "m", "l"]))
+    broken_at_a_batch_start = _IdOrder("a")
     broken_at_a_batch_start.check(pa.array(["k", "m"]))
     with pytest.raises(ValueError, match=r"a: .*\(row 2 "):
         broken_at_a_batch_start.check(pa.array(["l", "n"]))
-    equal_ids = _IdOrder([("a", 3)])
+    equal_ids = _IdOrder("a")
     equal_ids.check(pa.array(["k", "k", "m"]))  # non-decreasing (uniqueness is dbt's test)
+    equal_ids.check(pa.array(["m", "n"]))
 
 
 def test_invalid_resources_are_reported_and_large_sets_are_sampled_by_patient(warehouse, tmp_path):
@@ -191,3 +204,53 @@ def test_a_batch_of_lines_is_written_as_its_string_bytes(kind):
     assert bytes(_string_bytes(lines.slice(4))) == b""
     with pytest.raises(ValueError, match="NULL"):
         _string_bytes(pa.array(["{}\n", None], type=kind))
+
+
+def test_a_view_built_into_a_database_of_its_own_is_copied_whole_and_written_alike(warehouse, tmp_path):
+    from_warehouse = export_fhir(warehouse(), tmp_path / "b1")
+    (tmp_path / "warehouse.duckdb").rename(tmp_path / "own.duckdb")  # the view's models, in a file of their own
+    own = FhirView(schema="fhir__mimic_iv", folder=None, validate_limit=200_000, database="own")
+    copied = export_fhir(tmp_path / "warehouse.duckdb", tmp_path / "b2", view=own)
+    assert copied.counts == from_warehouse.counts == {"Encounter": 60, "Patient": 30}
+    assert copied.validation.ok and copied.validation.checked == 90
+    for kind in ("Encounter", "Patient"):
+        assert (tmp_path / "b2" / copied.files[kind]).read_bytes() == (tmp_path / "b1" / from_warehouse.files[kind]
+                                                                        ).read_bytes()
+    for build in ("b1", "b2"):  # the same tables and view either way
+        con = duckdb.connect(str(tmp_path / build / "fhir" / "resources.duckdb"), read_only=True)
+        assert [t for (t,) in con.execute("select table_schema || '.' || table_name from information_schema.tables "
+                                          "where table_type = 'BASE TABLE' order by 1").fetchall()] == [
+            "fhir__mimic_iv.condition", "fhir__mimic_iv.encounter", "fhir__mimic_iv.location",
+            "fhir__mimic_iv.patient", "fhir__mimic_iv.procedure"]
+        assert con.execute("select count(*), count(distinct patient_id) from resources").fetchone() == (90, 30)
+        con.close()
+
+
+def test_a_view_database_that_is_missing_or_still_open_fails_the_export_clearly(tmp_path):
+    own = FhirView(schema="fhir__mimic_iv", folder=None, validate_limit=10, database="own")
+    with pytest.raises(MissingInputError, match=r"own\.duckdb does not exist: run `dbt build --select fhir`"):
+        export_fhir(tmp_path / "warehouse.duckdb", tmp_path / "b1", view=own)
+    duckdb.connect(str(tmp_path / "own.duckdb")).close()
+    (tmp_path / "own.duckdb.wal").write_bytes(b"")  # what an unclosed writer leaves
+    with pytest.raises(MissingInputError, match=r"own\.duckdb\.wal exists"):
+        export_fhir(tmp_path / "warehouse.duckdb", tmp_path / "b2", view=own)
+    assert not (tmp_path / "b2" / "fhir" / "resources.duckdb").exists()
+
+
+def test_the_views_database_files_are_removed_before_dbt_builds_them_and_the_warehouse_stays(tmp_path):
+    warehouse = tmp_path / "warehouse.duckdb"
+    for name in ("warehouse.duckdb", "mimic_iv_on_fhir.duckdb", "mimic_iv_on_fhir.duckdb.wal"):
+        (tmp_path / name).write_bytes(b"x")
+    remove_view_databases(warehouse)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
+    remove_view_databases(warehouse)  # nothing to remove: no error
+
+
+def test_the_view_database_is_the_one_dbt_attaches_beside_the_warehouse(tmp_path):
+    # profiles.yml attaches it under the view's name; dbt_project.yml builds the view's models into it
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert attached_databases(warehouse) == {"mimic_iv_on_fhir": tmp_path / "mimic_iv_on_fhir.duckdb"}
+    assert MIMIC_IV_ON_FHIR_VIEW.models_file(warehouse) == tmp_path / "mimic_iv_on_fhir.duckdb"
+    assert EHRSQL_ALIGNED_VIEW.models_file(warehouse) == warehouse
+    project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())
+    assert project["models"]["ehrbench"]["fhir"]["mimic_iv_on_fhir"]["+database"] == MIMIC_IV_ON_FHIR_VIEW.database

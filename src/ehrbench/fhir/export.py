@@ -1,18 +1,21 @@
 """Export of a FHIR view built by dbt into a build: `fhir/[<view>/]<ResourceType>.ndjson.gz` (one resource per line,
-gzip without a timestamp) and `fhir/[<view>/]resources.duckdb` (table `resources`: id, resource_type, patient_id,
-source_table, source_key, resource as JSON), plus their validation.
+gzip without a timestamp) and `fhir/[<view>/]resources.duckdb` (the view's tables, one per dbt model, under their
+schema, and the view `resources` over all of them: id, resource_type, patient_id, source_table, source_key, resource
+as JSON), plus their validation.
 
-Order, so that equal builds give equal files: by resource type, then by the view's tables (one per dbt model) in
-name order, each table's resources in id order. Each FHIR model stores its rows in id order (it sorts them before
-building their JSON: dbt_project/macros/fhir_ids.sql, `fhir_rows_in_id_order`), so the export copies and writes them
-as stored; it checks that order as it writes the files, and fails naming a table whose rows are not in it.
+Order, so that equal builds give equal files: by resource type, then by the view's tables in name order, each table's
+resources in id order. Each FHIR model stores its rows in id order (it sorts them before building their JSON:
+dbt_project/macros/fhir_ids.sql, `fhir_rows_in_id_order`), so the export writes them as stored; it checks that order
+as it writes the files, and fails naming a table whose rows are not in it.
 
 Two views (dbt_project/models/fhir/): the EHRSQL-aligned one (`fhir/`: the EHRSQL-2024 database's rows and shifted
-times, which the generated FHIR suite and its ground truth use) and `mimic_iv_on_fhir` (`fhir/mimic_iv_on_fhir/`:
-MIMIC-IV on FHIR's resources of every raw row, raw times: what FHIR-AgentBench's questions were answered on)."""
+times, which the generated FHIR suite and its ground truth use; its tables are copied from the warehouse) and
+`mimic_iv_on_fhir` (`fhir/mimic_iv_on_fhir/`: MIMIC-IV on FHIR's resources of every raw row, raw times: what
+FHIR-AgentBench's questions were answered on; dbt builds its tables into a file of their own, which is copied whole)."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,22 +33,39 @@ from ehrbench.warehouse import WAREHOUSE_STORAGE_VERSION, open_duckdb
 
 @dataclass(frozen=True)
 class FhirView:
-    """A FHIR view: the warehouse schema of its dbt models (every table in it is one resource table with the
-    RESOURCE_COLUMNS, so a new model is exported without a change here), its folder under the build's `fhir/`
-    (None: `fhir/` itself) and how many of its resources a build validates at most (a seeded sample of patients
-    beyond)."""
+    """A FHIR view: the schema of its dbt models (every table in it is one resource table with the RESOURCE_COLUMNS,
+    so a new model is exported without a change here), its folder under the build's `fhir/` (None: `fhir/` itself),
+    how many of its resources a build validates at most (a seeded sample of patients beyond), and the database dbt
+    builds its models into: the warehouse (None) or a file of their own beside it, `<database>.duckdb`
+    (dbt_project/profiles.yml attaches it under that name), which the export copies whole."""
 
     schema: str
     folder: str | None
     validate_limit: int
+    database: str | None = None
+
+    def models_file(self, warehouse: Path) -> Path:
+        """The DuckDB file that holds the view's models."""
+        return warehouse if self.database is None else warehouse.with_name(f"{self.database}.duckdb")
 
 
 EHRSQL_ALIGNED_VIEW = FhirView(schema="fhir__mimic_iv", folder=None, validate_limit=200_000)
 # every raw row: ~500k resources on the demo, ~100M on the full MIMIC-IV; its rules are pinned by the dbt tests and
 # tests/integration/test_fhir_mimic_iv_on_fhir.py, so a build validates a sample of its patients (~10k resources: in
-# one process, a few seconds)
-MIMIC_IV_ON_FHIR_VIEW = FhirView(schema="fhir__mimic_iv_on_fhir", folder="mimic_iv_on_fhir", validate_limit=10_000)
+# one process, a few seconds). Its models' own file: at 10,000 patients (50 M resources, 8 GB) copying the file takes
+# seconds, inserting its rows into another 112 s
+MIMIC_IV_ON_FHIR_VIEW = FhirView(schema="fhir__mimic_iv_on_fhir", folder="mimic_iv_on_fhir", validate_limit=10_000,
+                                 database="mimic_iv_on_fhir")
 FHIR_VIEWS = (EHRSQL_ALIGNED_VIEW, MIMIC_IV_ON_FHIR_VIEW)
+
+
+def remove_view_databases(warehouse: Path) -> None:
+    """Delete the FHIR views' own database files beside `warehouse` before dbt builds them anew, so that a file holds
+    this build's tables only, without the blocks that replaced tables leave free (the export copies it whole)."""
+    for view in FHIR_VIEWS:
+        if view.database is not None:
+            for path in (view.models_file(warehouse), Path(f"{view.models_file(warehouse)}.wal")):
+                path.unlink(missing_ok=True)
 
 
 def fhir_selection(mimic_iv_on_fhir: bool = True) -> list[str]:
@@ -84,34 +104,28 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
     database = build.fhir_view_resources(view.folder)
     if database.exists():
         raise FileExistsError(f"{database} exists; files of a build are written once")
-    con = open_duckdb(str(database), storage_version=WAREHOUSE_STORAGE_VERSION)
+    con = None
     try:
+        if view.database is None:
+            con = open_duckdb(str(database), storage_version=WAREHOUSE_STORAGE_VERSION)
+            _copy_tables(con, warehouse, view.schema)
+        else:
+            _copy_file(view.models_file(warehouse), database)
+            con = open_duckdb(str(database))
         con.execute(f"set memory_limit = '{EXPORT_MEMORY_LIMIT}'")
-        con.execute("set force_compression = 'zstd'")  # as the warehouse stores FHIR JSON (dbt_project.yml)
-        con.execute("set preserve_insertion_order = true")  # a scan without ORDER BY returns rows as inserted
-        con.execute(f"attach '{warehouse}' as \"{warehouse.stem}\" (read_only)")
-        relations = fhir_relations(con, warehouse.stem, view.schema)
-        by_type: dict[str, list[tuple[str, str]]] = {}  # resource type -> (relation, select of its resources)
+        relations = fhir_relations(con, database.stem, view.schema)
+        con.execute("create view resources as " + " union all ".join(
+            f"select {', '.join(RESOURCE_COLUMNS)} from {relation}" for relation in relations))
+        by_type: dict[str, list[tuple[str, int]]] = {}  # resource type -> (relation, its resources of the type)
         for relation in relations:  # in name order
-            source = f'"{warehouse.stem}".{relation}'
-            kinds = [t for (t,) in con.execute(f"select distinct resource_type from {source} order by 1").fetchall()]
-            for kind in kinds:
-                where = "" if len(kinds) == 1 else f" where resource_type = '{kind.replace(chr(39), chr(39) * 2)}'"
-                by_type.setdefault(kind, []).append(
-                    (relation, f"select {', '.join(RESOURCE_COLUMNS)} from {source}{where}"))
-        con.execute("create table resources (id varchar, resource_type varchar, patient_id varchar, "
-                    "source_table varchar, source_key varchar, resource json)")
+            for kind, rows in con.execute(f"select resource_type, count(*) from {relation} group by 1").fetchall():
+                by_type.setdefault(kind, []).append((relation, rows))
         counts, files = {}, {"duckdb": str(database.relative_to(build_dir))}
         for resource_type in sorted(by_type):
-            # copied as stored, one relation after another (no sort: each is in id order, which the file's write
-            # checks); the table ends up in the files' order
-            segments = [(relation, con.execute(f"insert into resources {select}").fetchone()[0])
-                        for relation, select in by_type[resource_type]]
-            counts[resource_type] = sum(rows for _, rows in segments)
+            counts[resource_type] = sum(rows for _, rows in by_type[resource_type])
             path = build.fhir_ndjson(resource_type, view.folder)
-            _write_ndjson(con, resource_type, path, segments)
+            _write_ndjson(con, resource_type, path, [relation for relation, _ in by_type[resource_type]])
             files[resource_type] = str(path.relative_to(build_dir))
-        con.execute(f'detach "{warehouse.stem}"')
         result = FhirExport(counts=counts, files=files)
         result.dangling_references, result.dangling_examples = _dangling_references(con)
         total = sum(counts.values())
@@ -127,7 +141,8 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
             expected = validate_limit
         result.validation = validate_resources(_stream(texts), expected=expected)
     except BaseException:
-        con.close()
+        if con is not None:
+            con.close()
         for path in folder.glob("*"):
             if path.is_file():  # the other views' folders stay
                 path.unlink()
@@ -136,8 +151,33 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
     return result
 
 
+def _copy_tables(con: duckdb.DuckDBPyConnection, warehouse: Path, schema: str) -> None:
+    """The resource tables of `schema` from the warehouse into `con`'s database, each as stored (in id order)."""
+    con.execute(f"set memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+    con.execute("set force_compression = 'zstd'")  # as the warehouse stores FHIR JSON (dbt_project.yml)
+    con.execute("set preserve_insertion_order = true")  # a scan without ORDER BY returns rows as inserted
+    con.execute(f"attach '{warehouse}' as \"{warehouse.stem}\" (read_only)")
+    con.execute(f"create schema {schema}")
+    for relation in fhir_relations(con, warehouse.stem, schema):
+        con.execute(f"create table {relation} as select {', '.join(RESOURCE_COLUMNS)} "
+                    f"from \"{warehouse.stem}\".{relation}")
+    con.execute(f'detach "{warehouse.stem}"')
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """A view's own database file, as dbt left it: closed, so checkpointed (no write-ahead log to carry along)."""
+    if not source.is_file():
+        raise MissingInputError(f"{source} does not exist: run `dbt build --select fhir` (it builds the view's models "
+                                "into that file)")
+    if Path(f"{source}.wal").exists():
+        raise MissingInputError(f"{source}.wal exists: the file is open for writing, or was not closed; run the view's "
+                                "dbt build again")
+    shutil.copyfile(source, target)
+
+
 def fhir_relations(con: duckdb.DuckDBPyConnection, catalog: str, schema: str = EHRSQL_ALIGNED_VIEW.schema) -> list[str]:
-    """The resource tables of a FHIR view's schema in an attached warehouse, checked for the expected columns."""
+    """The resource tables of a FHIR view's schema in a database (`catalog`) of `con`, checked for the expected
+    columns, in name order."""
     tables = con.execute(
         "select table_name, list(column_name order by ordinal_position) from information_schema.columns "
         "where table_catalog = ? and table_schema = ? group by table_name order by table_name",
@@ -181,50 +221,44 @@ def _stream(result: duckdb.DuckDBPyConnection):
             yield text
 
 
-def _write_ndjson(con: duckdb.DuckDBPyConnection, resource_type: str, path: Path,
-                  segments: list[tuple[str, int]]) -> None:
-    """One resource per line in the table's order, gzip without a name or a timestamp; checks that each of the
-    `segments` (relation, rows: the type's resources as inserted) is in id order. Streamed in record batches (a
-    view's largest type is gigabytes of text), each written as the one buffer Arrow keeps its strings in: DuckDB
-    appends the newline, Python never touches a line.
+def _write_ndjson(con: duckdb.DuckDBPyConnection, resource_type: str, path: Path, relations: list[str]) -> None:
+    """One resource per line, table after table each in its stored order, gzip without a name or a timestamp; checks
+    that each table is in id order. Streamed in record batches (a view's largest type is gigabytes of text), each
+    written as the one buffer Arrow keeps its strings in: DuckDB appends the newline, Python never touches a line.
 
     ISA-L's deflate (python-isal) at level 1: ~7x faster than zlib's level 1 on FHIR JSON, and a smaller file. Its
     output depends only on the input, the write sizes (whole batches of _NDJSON_BATCH rows, cut into _GZIP_BLOCK
     blocks) and the library's version (not on the CPU among x86-64 ones with SSE4.2, nor on COMPRESS_THREADS), so
     equal builds on equal installs give equal files; any gzip reader reads them (one gzip member, no name, mtime 0)."""
-    result = con.execute("select id, resource::varchar || chr(10) from resources where resource_type = ?",
-                         [resource_type])  # in insertion order
-    order = _IdOrder(segments)
     with igzip_threaded.open(path, "wb", compresslevel=1, threads=COMPRESS_THREADS, block_size=_GZIP_BLOCK) as out:
-        for batch in result.to_arrow_reader(_NDJSON_BATCH):
-            order.check(batch.column(0))
-            out.write(_string_bytes(batch.column(1)))
+        for relation in relations:
+            result = con.execute(f"select id, resource::varchar || chr(10) from {relation} where resource_type = ?",
+                                 [resource_type])  # in insertion order (preserve_insertion_order, DuckDB's default)
+            order = _IdOrder(relation)
+            for batch in result.to_arrow_reader(_NDJSON_BATCH):
+                order.check(batch.column(0))
+                out.write(_string_bytes(batch.column(1)))
 
 
 class _IdOrder:
-    """Checks, batch by batch, that the ids of consecutive segments (relation, rows) are each in (non-decreasing) id
-    order; a segment may start below the one before it."""
+    """Checks, batch by batch, that the ids of a relation's rows are in (non-decreasing) id order."""
 
-    def __init__(self, segments: list[tuple[str, int]]):
-        self.relations = [relation for relation, _ in segments]
-        self.starts = np.cumsum([0] + [rows for _, rows in segments])[:-1]  # the first row of each segment
+    def __init__(self, relation: str):
+        self.relation = relation
         self.row = 0  # rows seen
         self.last: str | None = None  # the previous batch's last id
 
     def check(self, ids: pa.Array) -> None:
         if not len(ids):
             return
-        # a row whose id is below its predecessor's: allowed only where a segment starts
         back = pc.less(ids.slice(1), ids.slice(0, len(ids) - 1)).fill_null(False).to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(back) + 1 + self.row
+        rows = np.flatnonzero(back) + 1 + self.row  # each row whose id is below its predecessor's
         if self.last is not None and ids[0].as_py() < self.last:
             rows = np.concatenate([[self.row], rows])
-        for row in rows[~np.isin(rows, self.starts)]:
-            segment = int(np.searchsorted(self.starts, row, side="right")) - 1
+        if len(rows):
             raise ValueError(
-                f"{self.relations[segment]}: its rows are not in id order (row {row - self.starts[segment]} "
-                f"comes before the one above it); a FHIR model must end with "
-                "`from {{ fhir_rows_in_id_order(...) }}` (dbt_project/macros/fhir_ids.sql)")
+                f"{self.relation}: its rows are not in id order (row {int(rows[0])} comes before the one above it); "
+                "a FHIR model must end with `from {{ fhir_rows_in_id_order(...) }}` (dbt_project/macros/fhir_ids.sql)")
         self.row += len(ids)
         self.last = ids[-1].as_py()
 
