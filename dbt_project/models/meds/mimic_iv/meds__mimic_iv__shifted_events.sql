@@ -2,7 +2,8 @@
 -- The MEDS data of the build's shifted timeline: the patients of the ehrsql2024 database (its cohort) with every
 -- time moved by the patient's offset (int_ehrsql2024__mimic_iv__subject_offsets, the shift of the ehrsql2024 and
 -- renamed databases). An event after the profile's current time is dropped (the databases null such times; in MEDS a
--- null time would make it static). Static events keep their null time.
+-- null time would make it static). Static events keep their null time. Sorted per shard by ehrbench.meds.export, as
+-- meds__mimic_iv__raw_events.
 select
     e.subject_id,
     e.time + to_days(cast(o.offset_days as integer)) as time,
@@ -16,4 +17,3 @@ join {{ ref('int_ehrsql2024__mimic_iv__subject_offsets') }} as o on o.subject_id
 where e.subject_id in (select subject_id from {{ ref('ehrsql2024__mimic_iv__patients') }})
   and (e.time is null
        or e.time + to_days(cast(o.offset_days as integer)) <= timestamp '{{ ehrsql2024_param("current_time") }}')
-order by e.subject_id, time nulls first, e.code, e.numeric_value nulls first, e.text_value nulls first
