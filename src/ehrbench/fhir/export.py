@@ -64,8 +64,9 @@ def remove_view_databases(warehouse: Path) -> None:
     this build's tables only, without the blocks that replaced tables leave free (the export copies it whole)."""
     for view in FHIR_VIEWS:
         if view.database is not None:
-            for path in (view.models_file(warehouse), Path(f"{view.models_file(warehouse)}.wal")):
-                path.unlink(missing_ok=True)
+            models = view.models_file(warehouse)
+            models.unlink(missing_ok=True)
+            Path(f"{models}.wal").unlink(missing_ok=True)
 
 
 def fhir_selection(mimic_iv_on_fhir: bool = True) -> list[str]:
@@ -106,13 +107,12 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
         raise FileExistsError(f"{database} exists; files of a build are written once")
     con = None
     try:
-        if view.database is None:
-            con = open_duckdb(str(database), storage_version=WAREHOUSE_STORAGE_VERSION)
-            _copy_tables(con, warehouse, view.schema)
-        else:
+        if view.database is not None:
             _copy_file(view.models_file(warehouse), database)
-            con = open_duckdb(str(database))
+        con = open_duckdb(str(database), storage_version=WAREHOUSE_STORAGE_VERSION)  # the version of a new file
         con.execute(f"set memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+        if view.database is None:
+            _copy_tables(con, warehouse, view.schema)
         relations = fhir_relations(con, database.stem, view.schema)
         con.execute("create view resources as " + " union all ".join(
             f"select {', '.join(RESOURCE_COLUMNS)} from {relation}" for relation in relations))
@@ -153,7 +153,6 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
 
 def _copy_tables(con: duckdb.DuckDBPyConnection, warehouse: Path, schema: str) -> None:
     """The resource tables of `schema` from the warehouse into `con`'s database, each as stored (in id order)."""
-    con.execute(f"set memory_limit = '{EXPORT_MEMORY_LIMIT}'")
     con.execute("set force_compression = 'zstd'")  # as the warehouse stores FHIR JSON (dbt_project.yml)
     con.execute("set preserve_insertion_order = true")  # a scan without ORDER BY returns rows as inserted
     con.execute(f"attach '{warehouse}' as \"{warehouse.stem}\" (read_only)")
