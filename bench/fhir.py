@@ -8,7 +8,8 @@ EHRSQL-aligned view and the mimic_iv_on_fhir view (every raw row).
 Per factor f, on a new warehouse under --work-dir (default data/bench/, gitignored; deleted afterwards):
 ingest + replicate + `dbt run` staging and the ehrsql2024 profile (cohort 100 * f patients) and the race seed, not
 timed; then per view, each in a fresh Python process: `dbt run` of the view's models (generation: wall time of the
-whole dbt invocation, and the sum of the model nodes' own times), the export into a build folder (ndjson.gz +
+whole dbt invocation, and the model nodes' time, from the first one's start to the last one's end: dbt builds two at
+a time on small warehouses, ehrbench.transform.dbt_threads), the export into a build folder (ndjson.gz +
 DuckDB + reference check, without validation; also given as resources per second of generation and export
 together), and validation with fhir.resources (all resources up to --validate-sample, default 100k, else a seeded
 sample of that size). Goal (issues 4, 20): >= 200k resources/s
@@ -47,7 +48,7 @@ import duckdb
 t = time.perf_counter()
 run = run_dbt(["run", "--select", args["selection"]], warehouse=Path(args["warehouse"]),
               work_dir=Path(args["dbt_work"]), vars=args["vars"])
-out = {"invoke_s": time.perf_counter() - t, "node_s": sum(n.seconds for n in run.nodes), "nodes": len(run.nodes)}
+out = {"invoke_s": time.perf_counter() - t, "node_s": run.span_seconds, "nodes": len(run.nodes)}
 from ehrbench.fhir import export
 view = getattr(export, args["view"])  # its models: in the warehouse, or in a file of their own beside it
 con = duckdb.connect(str(view.models_file(Path(args["warehouse"]))), read_only=True)

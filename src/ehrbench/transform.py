@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -25,11 +26,14 @@ from ehrbench.warehouse import duckdb_memory_limit, open_duckdb
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 # dbt builds two models at a time (`--threads 2`; DuckDB takes concurrent writers within one process) while the raw
-# tables are small: on the demos (2.5 M rows) a model's statement is short and dbt's own Python work per node
-# (rendering, macro calls, ~30 ms) is as long, so two threads overlap them (the profiles run: 15 s instead of 19). On
-# larger data one at a time: each statement already uses every core, and a second one beside it only shares them and
-# holds its own memory (the FHIR models of the MIMIC-IV demo x10: 12-20 % slower and a third more memory with two).
-PARALLEL_MODELS_UP_TO_RAW_ROWS = 5_000_000
+# tables are small. DuckDB parallelises a statement by the row groups (122,880 rows) of the table it scans and writes
+# a new table's last partial row group at commit, on one core: a model over a table of a few row groups leaves a core
+# idle for much of its statement, and dbt's own Python work per node (~30 ms) adds to it. Two threads overlap them:
+# the demos (2.5 M rows) profiles run 15 s instead of 19; the MIMIC-IV demo x10 (10.9 M) EHRSQL-aligned FHIR models
+# 3.6-4.2 s instead of 4.3-4.4 (1.7 GiB instead of 1.0), mimic_iv_on_fhir's 19.0-20.4 s instead of 22.2-22.9
+# (4.0 GiB instead of 2.8). On larger data one at a time: each statement uses every core, and a second one beside it
+# would hold its own memory (at x100, 106 M rows, the build's peak is dbt's second run).
+PARALLEL_MODELS_UP_TO_RAW_ROWS = 20_000_000
 
 
 def staging_selection(datasets: Sequence[str] = ("mimic_iv", "eicu")) -> list[str]:
@@ -45,12 +49,23 @@ class NodeResult:
     status: str
     seconds: float
     message: str | None
+    # when dbt began compiling the node and ended running it (UTC), if it got that far
+    started: datetime | None = None
+    ended: datetime | None = None
 
 
 @dataclass(frozen=True)
 class DbtRun:
     command: tuple[str, ...]
     nodes: tuple[NodeResult, ...]
+
+    @property
+    def span_seconds(self) -> float:
+        """Seconds from the first node's start to the last node's end: the nodes' time when dbt runs two at a time
+        (their own seconds then overlap), excluding dbt's start-up and parse."""
+        started = [node.started for node in self.nodes if node.started]
+        ended = [node.ended for node in self.nodes if node.ended]
+        return (max(ended) - min(started)).total_seconds() if started and ended else 0.0
 
     def count(self, status: str) -> int:
         return sum(1 for node in self.nodes if node.status == status)
@@ -160,7 +175,9 @@ def run_dbt(command: Sequence[str], *, warehouse: Path, work_dir: Path, vars: di
     if result is not None and hasattr(result, "results"):
         nodes = tuple(
             NodeResult(r.node.unique_id, r.node.resource_type, str(r.status), float(r.execution_time or 0),
-                       _failing_column_checks(warehouse, r) or r.message)
+                       _failing_column_checks(warehouse, r) or r.message,
+                       min((t.started_at for t in r.timing if t.started_at), default=None),
+                       max((t.completed_at for t in r.timing if t.completed_at), default=None))
             for r in result.results)
     run = DbtRun(tuple(command), nodes)
     if outcome.exception is not None:

@@ -59,8 +59,13 @@ def test_a_model_is_replaced_in_place_whatever_it_was_before(project, tmp_path, 
         con.execute("create table main.hooks (event varchar)")
 
     write_models(project, 1, "view")
-    run_dbt(["run"], warehouse=warehouse, work_dir=work, project_dir=project)
+    run = run_dbt(["run"], warehouse=warehouse, work_dir=work, project_dir=project)
     assert relations(warehouse) == {"a": "BASE TABLE", "b": "VIEW", "p": "BASE TABLE"}
+    # each node's start and end as dbt timed it: b, which reads a, starts after a ends
+    times = {node.unique_id.split(".")[-1]: (node.started, node.ended) for node in run.nodes}
+    assert all(started < ended for started, ended in times.values())
+    assert times["b"][0] >= times["a"][1]
+    assert run.span_seconds >= sum((ended - started).total_seconds() for started, ended in (times["a"], times["b"]))
     ran = work / "target" / "run" / "replaced" / "models"  # the statements dbt ran: the project's, not dbt's own
     assert "create or replace table" in (ran / "a.sql").read_text()
     assert "create or replace view" in (ran / "b.sql").read_text()

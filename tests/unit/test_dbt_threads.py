@@ -48,3 +48,19 @@ def test_a_warehouse_another_process_holds_gets_one_and_no_error_of_its_own(tmp_
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_runs_span_counts_overlapping_nodes_once():
+    from datetime import datetime, timedelta
+
+    from ehrbench.transform import DbtRun, NodeResult
+
+    t0 = datetime(2026, 1, 1)
+
+    def node(name, start, end):
+        return NodeResult(f"model.ehrbench.{name}", "model", "success", end - start, None,
+                          t0 + timedelta(seconds=start), t0 + timedelta(seconds=end))
+
+    side_by_side = DbtRun(("run",), (node("a", 0, 3), node("b", 1, 4), node("c", 4, 5.5)))
+    assert side_by_side.span_seconds == 5.5  # not the nodes' own 3 + 3 + 1.5 seconds
+    assert DbtRun(("run",), (NodeResult("model.ehrbench.x", "model", "error", 0.0, "boom"),)).span_seconds == 0.0
