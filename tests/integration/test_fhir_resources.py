@@ -27,11 +27,26 @@ def _resources(con, table: str) -> list[dict]:
 
 def test_every_resource_validates(warehouse):
     with connect(warehouse, read_only=True) as con:
-        texts = [t for table in ("patient", "encounter", "condition", "procedure")
+        texts = [t for table in RESOURCE_TABLES
                  for (t,) in con.execute(f"select resource from fhir__mimic_iv.{table}").fetchall()]
     report = validate_resources(texts)
     assert report.checked == len(texts) > 100
     assert report.ok, report.failures
+
+
+RESOURCE_TABLES = ("patient", "encounter", "condition", "procedure")
+
+
+def test_every_model_of_the_view_has_a_test_that_validates_all_its_demo_resources():
+    """A build validates a sample of its patients' resources (ehrbench.fhir.export.EHRSQL_ALIGNED_VIEW), because
+    these tests validate every resource each model gives on the MIMIC-IV demo: none may be left out."""
+    from ehrbench.transform import PROJECT_DIR
+    from tests.integration import test_fhir_medications, test_fhir_observations
+
+    models = {path.stem.removeprefix("fhir__mimic_iv__")
+              for path in (PROJECT_DIR / "models" / "fhir" / "mimic_iv").glob("fhir__mimic_iv__*.sql")}
+    validated = {*RESOURCE_TABLES, *test_fhir_observations.NEW_TABLES, *test_fhir_medications.NEW_TABLES}
+    assert len(models) == 15 and validated == models
 
 
 def test_patients_are_the_cohort_with_mimic_iv_on_fhir_ids(warehouse):
