@@ -61,7 +61,7 @@ class Environment(BaseSettings):
         "Caches shared by every data directory of this user (dbt's parsed project); else $XDG_CACHE_HOME/ehrbench, "
         "else ~/.cache/ehrbench. Deleting it costs the next build a full dbt parse, nothing else."))
     duckdb_memory_limit: str | None = Field(None, pattern=r"^\d+(\.\d+)?\s*([KMGT]i?B|B)$", description=(
-        "DuckDB's memory limit in each process of a build (e.g. 4GB, 2.5GiB); else a fifth of the machine's memory. "
+        "DuckDB's memory limit in each process of a build (e.g. 4GB, 2.5GiB); else a sixth of the machine's memory. "
         "Beyond it DuckDB spills to disk."))
     repo_dir: Path | None = Field(None, description=(
         "The checkout a Prefect worker pulls flows from (prefect.yaml's pull step; the Makefile sets it)."))

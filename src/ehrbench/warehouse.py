@@ -70,15 +70,21 @@ def holds_build_lock(lock_path: Path) -> bool:
 WAREHOUSE_STORAGE_VERSION = "v1.5.0"
 
 
+# DuckDB's share of the machine's memory in each process. DuckDB's own default, 80 % in each, let the up to three
+# processes of a build that query side by side (dbt or an export in the flow's, two stage workers) claim 240 % of the
+# machine: at 10,000 patients one was killed for memory (bench/scaleup_build.py). With a fifth each, that build peaked
+# at 7.7-8.1 GiB (the flow's dbt run ~5.5 GB beside two workers; its goal is 8); with a sixth, 7.05 GiB and 570 s
+# instead of 554-559 s (dbt's largest sorts spill a little more). Past its limit DuckDB spills to disk.
+MACHINE_SHARE = 6
+
+
 def duckdb_memory_limit() -> str:
-    """DuckDB's memory limit in every process of ehrbench: $EHRBENCH_DUCKDB_MEMORY_LIMIT, else a fifth of the
-    machine's memory. DuckDB's own default, 80 % in each process, let the up to three processes of a build that query
-    side by side (dbt or an export in the flow's, two stage workers) claim 240 % of the machine: at 10,000 patients
-    one was killed for memory (bench/scaleup_build.py). Past its limit DuckDB spills to disk."""
+    """DuckDB's memory limit in every process of ehrbench: $EHRBENCH_DUCKDB_MEMORY_LIMIT, else 1/MACHINE_SHARE of the
+    machine's memory."""
     configured = environment().duckdb_memory_limit
     if configured:
         return configured
-    return f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 5 // 2**20}MiB"
+    return f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // MACHINE_SHARE // 2**20}MiB"
 
 
 def open_duckdb(database: Path | str = ":memory:", *, read_only: bool = False,

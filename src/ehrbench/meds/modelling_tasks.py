@@ -43,7 +43,7 @@ TRAIN_SHARE = 0.6  # of the subjects with a label row, stratified by whether any
 MIN_POSITIVE_SUBJECTS = 2  # in train and in test each: fewer makes no AUROC worth a gate
 MAX_SUBJECTS = 10_000  # a seeded sample of the cohort beyond this (the full MIMIC-IV has ~200,000 with a discharge)
 DISCHARGE_REGEX = "^HOSPITAL_DISCHARGE//"  # every config's trigger
-# DuckDB's memory for sorting a task's train and test events, below the process's (a fifth of the machine): the sorts
+# DuckDB's memory for sorting a task's train and test events, below the process's (a sixth of the machine): the sorts
 # spill past it. At 10,000 patients (~60 M train events a task) the three tasks took 80 s instead of 75 s and the
 # process peaked at 2.9 GiB instead of 4.0, where it set the whole build's peak (beside the fhir stage's export)
 EVENTS_MEMORY_LIMIT = "2GB"
