@@ -245,8 +245,8 @@ bench-evaluate: install ## evaluation harness: trials per second through the flo
 bench-report: install ## report dashboards: aggregation and rendering time and site size for a large synthetic run and its nightly series
 	$(UV) run python bench/report.py
 
-bench-meds: install ## MEDS events made (dbt) and written and schema-checked per second (demo, x10)
-	$(UV) run python bench/meds.py
+bench-meds: install ## MEDS events made (dbt) and written and schema-checked per second (demo, x10; FACTORS=…)
+	$(UV) run python bench/meds.py $(if $(FACTORS),--factors $(FACTORS))
 
 bench-dq: install ## audit tasks: extract, injection and writing time, rule-auditor scores on the demo and its x10 scale-up
 	$(UV) run python bench/dq.py
