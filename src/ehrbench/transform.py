@@ -30,7 +30,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 # a new table's last partial row group at commit, on one core: a model over a table of a few row groups leaves a core
 # idle for much of its statement, and dbt's own Python work per node (~30 ms) adds to it. Two threads overlap them:
 # the demos (2.5 M rows) profiles run 15 s instead of 19; the MIMIC-IV demo x10 (10.9 M) EHRSQL-aligned FHIR models
-# 3.6-4.2 s instead of 4.3-4.4 (1.7 GiB instead of 1.0), mimic_iv_on_fhir's 19.0-20.4 s instead of 22.2-22.9
+# 3.5-4.4 s instead of 4.3-4.4 (1.7 GiB instead of 1.0), mimic_iv_on_fhir's 19.0-20.4 s instead of 22.2-22.9
 # (4.0 GiB instead of 2.8). On larger data one at a time: each statement uses every core, and a second one beside it
 # would hold its own memory (at x100, 106 M rows, the build's peak is dbt's second run).
 PARALLEL_MODELS_UP_TO_RAW_ROWS = 20_000_000

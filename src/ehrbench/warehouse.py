@@ -73,8 +73,8 @@ WAREHOUSE_STORAGE_VERSION = "v1.5.0"
 # DuckDB's share of the machine's memory in each process. DuckDB's own default, 80 % in each, let the up to three
 # processes of a build that query side by side (dbt or an export in the flow's, two stage workers) claim 240 % of the
 # machine: at 10,000 patients one was killed for memory (bench/scaleup_build.py). With a fifth each, that build peaked
-# at 7.7-8.1 GiB (the flow's dbt run ~5.5 GB beside two workers; its goal is 8); with a sixth, 7.05 GiB and 570 s
-# instead of 554-559 s (dbt's largest sorts spill a little more). Past its limit DuckDB spills to disk.
+# at 7.7-8.1 GiB (the flow's dbt run ~5.5 GB beside two workers; its goal is 8); with a sixth, 7.05-7.19 GiB and
+# 570-579 s instead of 554-559 s (dbt's largest sorts spill a little more). Past its limit DuckDB spills to disk.
 MACHINE_SHARE = 6
 
 

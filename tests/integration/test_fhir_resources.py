@@ -15,6 +15,8 @@ from ehrbench.warehouse import connect
 
 pytestmark = pytest.mark.integration
 
+RESOURCE_TABLES = ("patient", "encounter", "condition", "procedure")
+
 
 @pytest.fixture(scope="module")
 def warehouse(fhir_warehouse):
@@ -32,9 +34,6 @@ def test_every_resource_validates(warehouse):
     report = validate_resources(texts)
     assert report.checked == len(texts) > 100
     assert report.ok, report.failures
-
-
-RESOURCE_TABLES = ("patient", "encounter", "condition", "procedure")
 
 
 def test_every_model_of_the_view_has_a_test_that_validates_all_its_demo_resources():
