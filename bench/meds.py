@@ -32,7 +32,7 @@ import dbt.cli.main  # noqa: F401  (its import counts as start-up, not as dbt's 
 t = time.perf_counter()
 run = run_dbt(["build", "--select", "meds.mimic_iv"], warehouse=Path(args["warehouse"]),
               work_dir=Path(args["dbt_work"]), vars=args["vars"])
-out = {"invoke_s": time.perf_counter() - t, "node_s": sum(n.seconds for n in run.nodes)}
+out = {"invoke_s": time.perf_counter() - t, "node_s": run.span_seconds}  # two nodes at a time on small data
 """
 
 EXPORT = """
