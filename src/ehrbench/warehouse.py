@@ -87,12 +87,13 @@ def duckdb_memory_limit() -> str:
     return f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // MACHINE_SHARE // 2**20}MiB"
 
 
-def open_duckdb(database: Path | str = ":memory:", *, read_only: bool = False,
-                storage_version: str | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection within `duckdb_memory_limit()` that never draws its progress bar: on a query slower than
-    2 s it would write the bar to the process's stdout, which is the CLI's answer (the published folder) and a flow's
-    output. `storage_version`: the format of a file this creates (DuckDB's default otherwise)."""
-    config = {"memory_limit": duckdb_memory_limit()}
+def open_duckdb(database: Path | str = ":memory:", *, read_only: bool = False, storage_version: str | None = None,
+                memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection within `memory_limit` (default `duckdb_memory_limit()`; a step that sorts more than it
+    should hold gives a lower one) that never draws its progress bar: on a query slower than 2 s it would write the bar
+    to the process's stdout, which is the CLI's answer (the published folder) and a flow's output. `storage_version`:
+    the format of a file this creates (DuckDB's default otherwise)."""
+    config = {"memory_limit": memory_limit or duckdb_memory_limit()}
     if storage_version:
         config["storage_compatibility_version"] = storage_version
     con = duckdb.connect(str(database), read_only=read_only, config=config)

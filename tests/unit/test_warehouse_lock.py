@@ -167,6 +167,8 @@ def test_duckdb_gets_a_sixth_of_the_machines_memory_unless_told_otherwise(monkey
         (limit,) = con.execute("select current_setting('memory_limit')").fetchone()
     number, unit = limit.split()
     assert unit == "GiB" and abs(float(number) * 2**30 - sixth) < 0.06 * 2**30  # DuckDB prints one decimal
+    with open_duckdb(memory_limit="1GiB") as con:  # a step's own, lower limit
+        assert con.execute("select current_setting('memory_limit')").fetchone() == ("1.0 GiB",)
     monkeypatch.setenv("EHRBENCH_DUCKDB_MEMORY_LIMIT", "1.5GiB")
     with connect(tmp_path / "warehouse.duckdb") as con:
         assert con.execute("select current_setting('memory_limit')").fetchone() == ("1.5 GiB",)

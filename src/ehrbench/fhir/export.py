@@ -113,8 +113,8 @@ def export_fhir(warehouse: Path, build_dir: Path, *, view: FhirView = EHRSQL_ALI
     try:
         if view.database is not None:
             _copy_file(view.models_file(warehouse), database)
-        con = open_duckdb(str(database), storage_version=WAREHOUSE_STORAGE_VERSION)  # the version of a new file
-        con.execute(f"set memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+        con = open_duckdb(str(database), storage_version=WAREHOUSE_STORAGE_VERSION,  # the version of a new file
+                          memory_limit=EXPORT_MEMORY_LIMIT)
         if view.database is None:
             _copy_tables(con, warehouse, view.schema)
         relations = fhir_relations(con, database.stem, view.schema)

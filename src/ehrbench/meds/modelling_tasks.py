@@ -183,8 +183,8 @@ def write_modelling_task(target: Target, split: Split, shards: str, meds_root: P
     test_rows = split.test.select(["subject_id", "prediction_time"])
     pq.write_table(test_rows, workspace / "labels" / "test.parquet")
     train_events, test_events = workspace / "data" / "train" / "0.parquet", workspace / "data" / "test" / "0.parquet"
-    with open_duckdb() as con:  # streamed from the shards to the files: a cohort of 10,000 holds ~100 M events
-        con.execute(f"set memory_limit = '{EVENTS_MEMORY_LIMIT}'")
+    # streamed from the shards to the files: a cohort of 10,000 holds ~100 M events
+    with open_duckdb(memory_limit=EVENTS_MEMORY_LIMIT) as con:
         con.execute(f"create view events as select subject_id, time, code, numeric_value, text_value "
                     f"from read_parquet('{shards}')")
         con.register("train_rows", split.train)
