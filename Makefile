@@ -226,8 +226,8 @@ bench: install ## time and measure a cold demo build per stage (median and range
 bench-profiles: install ## time the dbt profiles and export on the demo against the EHRSQL-2024 reference
 	$(UV) run python bench/profiles.py
 
-bench-scaleup: install ## the whole build on the MIMIC-IV demo replicated x1, x10, x100: each stage's time and memory (FACTORS=…)
-	$(UV) run python bench/scaleup_build.py $(if $(FACTORS),--factors $(FACTORS))
+bench-scaleup: install ## the whole build on the MIMIC-IV demo replicated x1, x10, x100: each stage's time, CPU and memory (FACTORS=…, RUNS=…)
+	$(UV) run python bench/scaleup_build.py $(if $(FACTORS),--factors $(FACTORS)) $(if $(RUNS),--runs $(RUNS))
 
 bench-scaleup-profiles: install ## staging + profiles only on the replicated demo (FACTORS=…): the EHRSQL-2024 comparison
 	$(UV) run python bench/scaleup.py $(if $(FACTORS),--factors $(FACTORS))

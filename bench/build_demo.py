@@ -1,4 +1,5 @@
-"""Cold demo build: wall time and peak RSS per stage, and for the whole CLI build.
+"""Cold demo build: wall time and peak RSS per stage, and for the whole CLI build (with each stage's CPU seconds, and
+the memory of all the build's processes together).
 
     uv run python bench/build_demo.py [--runs 3] [--mimic-iv-dir DIR] [--eicu-dir DIR]
 
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 from fresh_process import run_fresh
+from tree_memory import TreeMemory
 
 from ehrbench.build_summary import stages_wall_seconds
 from ehrbench.manifest import StageTiming
@@ -91,25 +93,32 @@ def cli_build(tmp: Path, run: int, args: dict, cold_caches: bool = False) -> dic
         env["EHRBENCH_CACHE_DIR"] = str(tmp / f"cache-{run}")
     env.pop("PREFECT_API_URL", None)
     started = time.perf_counter()
-    out = subprocess.run([str(Path(sys.executable).with_name("ehrbench")), "build", "--data-dir",
-                          str(tmp / f"cli-{run}"), "--mimic-iv-dir", args["mimic_iv_dir"],
-                          "--eicu-dir", args["eicu_dir"]], capture_output=True, text=True, env=env, cwd=REPO)
+    build = subprocess.Popen([str(Path(sys.executable).with_name("ehrbench")), "build", "--data-dir",
+                              str(tmp / f"cli-{run}"), "--mimic-iv-dir", args["mimic_iv_dir"],
+                              "--eicu-dir", args["eicu_dir"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=REPO)
+    memory = TreeMemory(build.pid)
+    stdout, stderr = build.communicate()
+    memory.stop()
     wall = time.perf_counter() - started
-    if out.returncode:
-        sys.exit(f"ehrbench build failed:\n{out.stderr[-3000:]}")
-    manifest = json.loads((Path(out.stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
+    if build.returncode:
+        sys.exit(f"ehrbench build failed:\n{stderr[-3000:]}")
+    manifest = json.loads((Path(stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
     timings = {name: StageTiming.model_validate(timing) for name, timing in manifest["stages"].items()}
     stages = {name: timing.seconds for name, timing in timings.items()}
     shutil.rmtree(tmp / f"cli-{run}", ignore_errors=True)
     # fhir, questions, dq, noteqa and meds run side by side: outside the stages is what their span does not cover
     return {"wall": wall, "stages": stages, "outside_stages": wall - stages_wall_seconds(timings),
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+            "cpu": {name: timing.cpu_seconds for name, timing in timings.items()},
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "peak_all_gib": memory.peak_gib()}
 
 
-def spread(values: list[float]) -> str:
+def spread(values: list[float], digits: int = 1) -> str:
     """Median and range, e.g. "28.4 (26.1-30.2)"."""
-    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})" if len(values) > 1 else \
-        f"{values[0]:.1f}"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def main() -> None:
@@ -143,9 +152,11 @@ def main() -> None:
     print(f"  {'no stage':<10}{spread([b['outside_stages'] for b in builds]):>20}   imports, starting the temporary "
           "Prefect server, the build's summary")
     for name in builds[0]["stages"]:
-        print(f"  {name:<10}{spread([b['stages'][name] for b in builds]):>20}")
+        print(f"  {name:<10}{spread([b['stages'][name] for b in builds]):>20}   CPU "
+              f"{spread([b['cpu'][name] for b in builds])}")
     print(f"  {'wall':<10}{spread([b['wall'] for b in builds]):>20}   peak RSS of any process "
-          f"{max(b['peak_rss_mib'] for b in builds):.0f} MiB")
+          f"{max(b['peak_rss_mib'] for b in builds):.0f} MiB; all the build's processes together (PSS) "
+          f"{spread([b['peak_all_gib'] for b in builds], digits=2)} GiB")
     print(json.dumps({"stages_library": rows, "builds": builds}))
 
 

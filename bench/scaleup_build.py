@@ -1,6 +1,6 @@
 """Whole-build scale-up: `ehrbench build` on the MIMIC-IV demo replicated xf with new ids; each stage's time, memory.
 
-    uv run python bench/scaleup_build.py [--factors 1,10,100] [--work-dir DIR] [--keep]
+    uv run python bench/scaleup_build.py [--factors 1,10,100] [--runs N] [--work-dir DIR] [--keep]
                                          [--mimic-iv-dir DIR] [--eicu-dir DIR]
 
 Per factor f, under --work-dir (default data/bench/, gitignored; deleted afterwards unless --keep):
@@ -8,13 +8,15 @@ Per factor f, under --work-dir (default data/bench/, gitignored; deleted afterwa
    appended (bench/scaleup.py's replication), and every table is written back out as the release's gzip CSV file
    (hosp/, icu/, the documented column order), with a SHA256SUMS.txt so that the build verifies them as it would a
    release's files;
-2. timed: `ehrbench build` on those files and the eICU demo (not replicated), with the build's default settings,
-   in a new data directory with its temporary Prefect server on a new database and the user's cache folder kept (as
-   `make bench`). The memory of the build's process tree (the CLI, the temporary Prefect server, the stage workers,
-   ...) is summed every SAMPLE_SECONDS, shared pages counted once (PSS; see TreeMemory for how it is sampled cheaply).
-Reports per factor and stage: seconds (the build manifest's), the peak of the tree's summed memory while the stage ran
-(stages run side by side from databases on, so a stage's peak includes its neighbours'), and each stage's growth in
-time from the previous factor next to the raw rows' growth. Then a JSON line.
+2. timed, --runs times (default 1): `ehrbench build` on those files and the eICU demo (not replicated), with the
+   build's default settings, each in a new data directory with its temporary Prefect server on a new database and the
+   user's cache folder kept (as `make bench`). The memory of the build's process tree (the CLI, the temporary Prefect
+   server, the stage workers, ...) is summed every quarter second, shared pages counted once (PSS; see
+   bench/tree_memory.py for how it is sampled cheaply).
+Reports per factor and stage, medians over the runs: seconds and CPU seconds (the build manifest's), the peak of the
+tree's summed memory while the stage ran (stages run side by side from databases on, so a stage's peak includes its
+neighbours'), and the growth of each stage's time and CPU from the previous factor over the raw rows' growth. Then a
+JSON line with every build.
 
 Goal (issue 23): x100 (10,000 patients, ~70 M raw rows) in <= 10 min and <= 8 GiB in all, and no stage whose time
 grows faster than its rows.
@@ -23,26 +25,21 @@ grows faster than its rows.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
-import psutil
 from fresh_process import run_fresh
+from tree_memory import TreeMemory
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
-SAMPLE_SECONDS = 0.25  # every process's RSS (/proc/<pid>/statm: a few counters)
-# each process's PSS (/proc/<pid>/smaps_rollup): a walk of its page tables under its mmap lock, ~70 ms of kernel time
-# for a 4 GB process; read every 0.25 s it cost the x100 build ~half a core and stalled the build's own allocations
-PSS_SECONDS = 5.0
 GOAL_SECONDS, GOAL_GIB = 600, 8
 
 PREPARE_FILES = """
@@ -86,57 +83,11 @@ out["files_gib"] = sum(p.stat().st_size for p in folder.rglob("*.csv.gz")) / 2**
 """
 
 
-class TreeMemory:
-    """Samples the summed proportional set size (PSS: a page shared by n processes counts 1/n in each) of a process
-    and all its descendants in a thread, with wall-clock times.
-
-    Every SAMPLE_SECONDS each process's RSS is read; its PSS only every PSS_SECONDS (and when first seen). Between, a
-    process's PSS is its RSS less what its last reading found shared (RSS - PSS): private pages, what a build's
-    memory grows by, count fully in both, and the shared pages' share changes slowly (libraries, the forked
-    workers' pages)."""
-
-    def __init__(self, pid: int):
-        self.root = psutil.Process(pid)
-        self.samples: list[tuple[float, int]] = []
-        # (pid, start time) -> (time of its last PSS reading, RSS - PSS then)
-        self._shared: dict[tuple[int, float], tuple[float, int]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                processes = [self.root, *self.root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                break
-            now, total = time.time(), 0
-            for process in processes:
-                with contextlib.suppress(psutil.Error):  # ended between listing and reading
-                    total += self._pss(process, now)
-            self.samples.append((now, total))
-            self._stop.wait(SAMPLE_SECONDS)
-
-    def _pss(self, process: psutil.Process, now: float) -> int:
-        key = (process.pid, process.create_time())
-        read_at, shared = self._shared.get(key, (float("-inf"), 0))
-        if now - read_at >= PSS_SECONDS:
-            full = process.memory_full_info()
-            self._shared[key] = (now, full.rss - full.pss)
-            return full.pss
-        return max(0, process.memory_info().rss - shared)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def peak_gib(self, start: float = float("-inf"), end: float = float("inf")) -> float:
-        return max((rss for t, rss in self.samples if start <= t <= end), default=0) / 2**30
-
-
 def timed_build(folder: Path, mimic_iv_dir: Path, eicu_dir: Path) -> dict:
-    """`ehrbench build` on the replicated files: wall seconds, per stage seconds and tree memory, the whole
-    tree's peak."""
+    """`ehrbench build` on the replicated files in a new data directory and Prefect home: wall seconds, per stage
+    seconds, CPU seconds and tree memory, the whole tree's peak."""
+    for state in ("data", "prefect"):
+        shutil.rmtree(folder / state, ignore_errors=True)
     env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
     env.pop("PREFECT_API_URL", None)
@@ -155,25 +106,28 @@ def timed_build(folder: Path, mimic_iv_dir: Path, eicu_dir: Path) -> dict:
     stages = {}
     for name, timing in manifest["stages"].items():
         start = datetime.fromisoformat(timing["started_at"]).timestamp()
-        stages[name] = {"seconds": timing["seconds"],
+        stages[name] = {"seconds": timing["seconds"], "cpu_seconds": timing["cpu_seconds"],
                         "peak_gib": memory.peak_gib(start, start + timing["seconds"])}
     return {"wall_s": wall, "peak_gib": memory.peak_gib(), "stages": stages,
             "raw_row_counts": manifest["raw_row_counts"]}
 
 
 def run_factor(factor: int, options) -> dict:
+    """The factor's files, then `options.runs` builds on them."""
     folder = options.work_dir / f"x{factor}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    builds = []
     try:
         prepared = run_fresh(PREPARE_FILES, {"bench_dir": str(Path(__file__).parent), "factor": factor,
                                              "mimic_iv_dir": str(options.mimic_iv_dir),
                                              "folder": str(folder / "mimic-iv")}, f"x{factor} files")
         print(f"x{factor}: {prepared['raw_rows']:,} MIMIC-IV rows written as {prepared['files_gib']:.2f} GiB of "
               f"gzip CSV in {prepared['wall_s']:.0f} s (untimed)", file=sys.stderr, flush=True)
-        build = timed_build(folder, folder / "mimic-iv", options.eicu_dir)
-        print(f"x{factor}: built in {build['wall_s']:.1f} s, peak {build['peak_gib']:.2f} GiB", file=sys.stderr,
-              flush=True)
+        for run in range(1, options.runs + 1):
+            builds.append(timed_build(folder, folder / "mimic-iv", options.eicu_dir))
+            print(f"x{factor}: build {run}/{options.runs} in {builds[-1]['wall_s']:.1f} s, peak "
+                  f"{builds[-1]['peak_gib']:.2f} GiB", file=sys.stderr, flush=True)
     finally:
         # kept for a failed or slow build: the CLI's output, and the build's logs (every stage's Prefect log lines)
         if (folder / "build.log").exists():
@@ -183,36 +137,66 @@ def run_factor(factor: int, options) -> dict:
             shutil.copytree(folder / "data" / "logs", options.work_dir / f"x{factor}-logs")
         if not options.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    return {"factor": factor, "mimic_iv_rows": prepared["raw_rows"], "files_gib": prepared["files_gib"], **build}
+    return {"factor": factor, "mimic_iv_rows": prepared["raw_rows"], "files_gib": prepared["files_gib"],
+            "builds": builds, **summarise(builds)}
+
+
+def summarise(builds: list[dict]) -> dict:
+    """Over a factor's builds: the median of each time (and its range), the highest memory."""
+    def spread(values: list[float]) -> dict:
+        return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+    stages = {}
+    for name in dict.fromkeys(name for build in builds for name in build["stages"]):
+        runs = [build["stages"][name] for build in builds if name in build["stages"]]
+        stages[name] = {"seconds": spread([run["seconds"] for run in runs]),
+                        "cpu_seconds": spread([run["cpu_seconds"] for run in runs]),
+                        "peak_gib": max(run["peak_gib"] for run in runs)}
+    return {"wall_s": spread([b["wall_s"] for b in builds]), "peak_gib": spread([b["peak_gib"] for b in builds]),
+            "stages": stages}
+
+
+def growth(now: float, before: float, rows_now: int, rows_before: int) -> str:
+    """A time's growth from the previous factor over the rows' growth: 1 is linear; '!' above 1 (grows faster than
+    the data)."""
+    ratio = (now / before) / (rows_now / rows_before)
+    return f"{ratio:.2f}" + ("!" if ratio > 1 else "")
 
 
 def report(rows: list[dict], skipped: dict[int, str]) -> None:
     stages = list(dict.fromkeys(name for row in rows for name in row["stages"]))
-    header = "".join(f"{'x' + str(r['factor']):>20}" for r in rows)
-    print(f"{'':<10}{header}")
-    print(f"{'MIMIC rows':<10}" + "".join(f"{r['mimic_iv_rows']:>20,}" for r in rows))
-    print("stage     " + "".join(f"{'s':>9}{'GiB':>6}{'growth':>5}" for _ in rows))
+    width = 33
+    titles = [f"x{row['factor']} ({len(row['builds'])} builds)" for row in rows]
+    print(f"{'':<10}" + "".join(f"{title:>{width}}" for title in titles))
+    print(f"{'MIMIC rows':<10}" + "".join(f"{r['mimic_iv_rows']:>{width},}" for r in rows))
+    print("stage     " + "".join(f"{'s':>8}{'grow':>6}{'cpu s':>8}{'grow':>6}{'GiB':>5}" for _ in rows))
     for name in stages:
         cells, previous = [], None
         for row in rows:
             stage = row["stages"].get(name)
             if stage is None:
-                cells.append(f"{'-':>20}")
+                cells.append(f"{'-':>{width}}")
                 continue
-            growth = ""
+            seconds, cpu = stage["seconds"]["median"], stage["cpu_seconds"]["median"]
+            time_growth = cpu_growth = ""
             if previous is not None:
-                # time growth over rows growth: 1 is linear, above 1 grows faster than the data
-                ratio = (stage["seconds"] / previous[1]["seconds"]) / (row["mimic_iv_rows"] / previous[0])
-                growth = f"{ratio:.2f}" + ("!" if ratio > 1 else "")
-            cells.append(f"{stage['seconds']:>9.1f}{stage['peak_gib']:>6.2f}{growth:>5}")
-            previous = (row["mimic_iv_rows"], stage)
+                time_growth = growth(seconds, previous[1], row["mimic_iv_rows"], previous[0])
+                cpu_growth = growth(cpu, previous[2], row["mimic_iv_rows"], previous[0])
+            cells.append(f"{seconds:>8.1f}{time_growth:>6}{cpu:>8.1f}{cpu_growth:>6}{stage['peak_gib']:>5.2f}")
+            previous = (row["mimic_iv_rows"], seconds, cpu)
         print(f"{name:<10}" + "".join(cells))
-    print(f"{'wall':<10}" + "".join(f"{r['wall_s']:>9.1f}{r['peak_gib']:>6.2f}{'':>5}" for r in rows))
+    print(f"{'wall':<10}" + "".join(
+        f"{r['wall_s']['median']:>8.1f} ({r['wall_s']['min']:.1f}-{r['wall_s']['max']:.1f}) "
+        f"{r['peak_gib']['median']:.2f} ({r['peak_gib']['min']:.2f}-{r['peak_gib']['max']:.2f}) GiB".rjust(width)
+        for r in rows))
     for factor, why in skipped.items():
         print(f"x{factor}: not measured: {why}")
-    print("s = the manifest's stage seconds; GiB = peak of the build's processes' summed PSS while the stage ran;"
-          " growth = the stage's time growth from the previous factor over the MIMIC-IV rows' growth (1: linear; "
-          f"! grows faster than its rows). Goal at x100: <= {GOAL_SECONDS // 60} min and <= {GOAL_GIB} GiB in all.")
+    print("s / cpu s = the manifest's stage seconds, wall and CPU (the process that ran it: all its threads and the "
+          "child processes it waited for), medians of the builds; grow = growth from the previous factor over the "
+          "MIMIC-IV rows' growth (1: linear; ! grows faster than its rows); a stage's wall time grows faster than its "
+          "CPU when it shares the cores with more of the other stages; GiB = the highest peak of the build's "
+          "processes' summed PSS while the stage ran; wall: median (range) of the builds' wall seconds and peaks. "
+          f"Goal at x100: <= {GOAL_SECONDS // 60} min and <= {GOAL_GIB} GiB in all.")
 
 
 def main() -> None:
@@ -220,6 +204,8 @@ def main() -> None:
     parser.add_argument("--factors", default="1,10,100", help="comma-separated replication factors")
     parser.add_argument("--work-dir", type=Path, default=REPO / "data" / "bench",
                         help="where each factor's files and build go (default data/bench/, gitignored)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="builds per factor on the same files (median and range; default 1)")
     parser.add_argument("--keep", action="store_true", help="keep each factor's files and build (default: delete)")
     parser.add_argument("--mimic-iv-dir", type=Path, default=os.environ.get("EHRBENCH_MIMIC_IV_DIR")
                         or SHARED / "mimic-iv-demo-2.2")
@@ -229,6 +215,8 @@ def main() -> None:
     factors = [int(f) for f in options.factors.split(",")]
     if any(f < 1 for f in factors):
         parser.error("factors must be >= 1")
+    if options.runs < 1:
+        parser.error("--runs must be >= 1")
     for flag, folder in (("--mimic-iv-dir", options.mimic_iv_dir), ("--eicu-dir", options.eicu_dir)):
         if not Path(folder).is_dir():
             parser.error(f"{flag}: no folder at {folder}")

@@ -26,7 +26,6 @@ Only one build runs at a time (the DuckDB warehouse has a single writer).
 from __future__ import annotations
 
 import logging
-import time
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +57,7 @@ from ehrbench.progress import log_to_file
 from ehrbench.publish import discard, new_build_id, remove_unfinished_builds, staging_dir
 from ehrbench.settings import BuildParameters, DqSettings, Edition, NotesSource, QuestionSettings, default_data_dir
 from ehrbench.stack.static_files import data_docs_link
+from ehrbench.stage_clock import StageClock
 from ehrbench.warehouse import build_lock, connect, table_row_counts
 from flows.databases import build_profiles, build_side_stage_inputs, export_databases
 from flows.dq import build_audit_tasks
@@ -129,13 +129,13 @@ def build_benchmark(
     @contextmanager
     def stage(name: str):
         """Times a stage and announces it in one line with the counts the stage reports through `done`."""
-        started, clock, detail = datetime.now(UTC), time.perf_counter(), []
+        clock, detail = StageClock(), []
         try:
             yield detail.append
         except BaseException as exc:
-            announce_failed(name, time.perf_counter() - clock, exc)
+            announce_failed(name, clock.seconds(), exc)
             raise
-        stages[name] = StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3))
+        stages[name] = clock.timing()
         announce(stage_line(name, stages[name].seconds, "; ".join(detail)))
 
     def stage_ended(name: str, outcome: StageOutcome | BaseException, seconds: float) -> None:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from prefect import Flow, task
@@ -36,6 +36,7 @@ from prefect.task_runners import ProcessPoolTaskRunner
 
 from ehrbench.garbage_collection import collect_in_larger_batches, keep_what_is_loaded
 from ehrbench.manifest import StageTiming
+from ehrbench.stage_clock import StageClock
 from flows.warm_up import import_modules
 
 
@@ -52,9 +53,9 @@ def _run_stage(name: str, stage_flow: str, parameters: dict[str, Any]) -> StageO
     module's names, not the module)."""
     module, _, attribute = stage_flow.partition(":")
     flow = getattr(importlib.import_module(module), attribute)
-    started, clock = datetime.now(UTC), time.perf_counter()
+    clock = StageClock()
     result = flow(**parameters)
-    return StageOutcome(result, StageTiming(started_at=started, seconds=round(time.perf_counter() - clock, 3)))
+    return StageOutcome(result, clock.timing())
 
 
 # The task wraps a function of another name so that cloudpickle sends the worker a reference to this module, not a

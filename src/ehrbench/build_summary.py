@@ -116,6 +116,10 @@ def summary_lines(manifest: Manifest, folder: Path, logs: Path | None = None) ->
     return [*lines, "Next:", *(f"  {command:<{width}}  # {why}" for command, why in NEXT_STEPS)]
 
 
+def _cpu(timing: StageTiming) -> str:
+    return "–" if timing.cpu_seconds is None else f"{timing.cpu_seconds:.1f} s"
+
+
 def stages_wall_seconds(stages: Mapping[str, StageTiming]) -> float:
     """From the first stage's start to the last one's end: some stages run side by side, so not their sum."""
     if not stages:
@@ -189,8 +193,9 @@ def summary_markdown(manifest: Manifest, folder: Path, links: Mapping[str, str])
     and the next commands."""
     table = [f"| {label if i == 0 else ''} | {value} |" for label, values in _facts(manifest, folder, None)
              for i, value in enumerate(values)]
-    stage_rows = [f"| {name} | {manifest.stages[name].seconds:.1f} s |" for name in STAGES if name in manifest.stages]
+    stage_rows = [f"| {name} | {timing.seconds:.1f} s | {_cpu(timing)} |"
+                  for name in STAGES if (timing := manifest.stages.get(name)) is not None]
     return "\n".join([f"# {_headline(manifest)}", "", "| | |", "|---|---|", *table, "",
-                      "## Stages", "| stage | time |", "|---|---|", *stage_rows, "",
+                      "## Stages", "| stage | time | CPU |", "|---|---|---|", *stage_rows, "",
                       "## Artifacts", *[f"- [{title}]({url})" for title, url in links.items()], "",
                       "## Next", *[f"- `{command}`: {why}" for command, why in NEXT_STEPS], ""])

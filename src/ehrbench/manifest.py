@@ -37,7 +37,11 @@ class InputFile(BaseModel):
 
 class StageTiming(BaseModel):
     started_at: datetime
-    seconds: float
+    seconds: float  # wall
+    cpu_seconds: float | None = Field(
+        default=None, description="CPU seconds of the process that ran the stage (ehrbench.stage_clock); below "
+                                  "`seconds` by the time the stage waited for a core or for files. None in builds "
+                                  "made before it was recorded")
 
 
 class Manifest(BaseModel):

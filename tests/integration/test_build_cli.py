@@ -125,6 +125,11 @@ def test_build_publishes_manifest_with_verified_inputs_and_counts(demo_build):
     assert span["fhir"][0] > span["databases"][0]
     assert span["questions"][0] >= ends["databases"]
     assert not (data_dir / "side_stage_inputs.duckdb").exists()  # the copy lives as long as the build
+    # each stage's CPU seconds since it started, in its own process: some, and no more than all the cores in its time
+    # (a clock counting the process's CPU from its start would give validate, the flow's third stage, ingest's too)
+    cores = os.cpu_count() or 1
+    for name, timing in manifest["stages"].items():
+        assert 0 < timing["cpu_seconds"] <= timing["seconds"] * cores + 0.5, (name, timing)
     assert "dq: 12 tasks" in (data_dir / "logs" / folder.name / "build.log").read_text()  # a worker's run log
 
 

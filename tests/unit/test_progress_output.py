@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import io
 import logging
+from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
 
 from ehrbench.build_summary import STAGES, fhir_detail, ingest_detail, stage_line, summary_lines, summary_markdown
-from ehrbench.manifest import InputFile
+from ehrbench.manifest import InputFile, StageTiming
 from ehrbench.manifest_parts import (
     AuditTaskEntry,
     ConversionTaskEntry,
@@ -139,8 +140,13 @@ def test_the_build_summary_names_folder_checks_warnings_and_next_steps(tmp_path)
     assert lines[-4] == "Next:" and "ehrbench evaluate" in lines[-3] and "make report" in lines[-2]
     assert len(lines) <= 15
 
+    started = datetime(2026, 11, 26, 12, tzinfo=UTC)
+    manifest.stages = {"ingest": StageTiming(started_at=started, seconds=4.04, cpu_seconds=3.46),
+                       "fhir": StageTiming(started_at=started, seconds=7.2)}  # a build from before CPU was recorded
     markdown = summary_markdown(manifest, folder, {"questions: questions": "http://ui/artifacts/key/questions"})
     assert markdown.startswith(f"# Build {manifest.build_id} published")
+    assert "| stage | time | CPU |" in markdown
+    assert "| ingest | 4.0 s | 3.5 s |" in markdown and "| fhir | 7.2 s | – |" in markdown
     assert "- [questions: questions](http://ui/artifacts/key/questions)" in markdown
     assert "| folder | " in markdown and "`make report`" in markdown
 
