@@ -132,8 +132,9 @@ def replicate(con, factor: int) -> dict:
                         f"from demo_rows cross join range({first}, {min(first + per_insert, factor)}::bigint) "
                         "as copies(copy_number) order by copies.copy_number, demo_rows.demo_row")
         con.execute("drop table demo_rows")
-    return {"copied_tables": len(copied), "shifts": shift, "text_ids": sorted({c for _, c in text_ids}),
-            "compacted": compacted}
+    patient_rows = sum(con.execute(f"select count(*) from {SCHEMA}.{_quote(t)}").fetchone()[0] for t in copied)
+    return {"copied_tables": len(copied), "patient_rows": patient_rows, "shifts": shift,
+            "text_ids": sorted({c for _, c in text_ids}), "compacted": compacted}
 
 
 PRELUDE = """

@@ -39,9 +39,9 @@ class StageTiming(BaseModel):
     started_at: datetime
     seconds: float  # wall
     cpu_seconds: float | None = Field(
-        default=None, description="CPU seconds of the process that ran the stage (ehrbench.stage_clock); below "
-                                  "`seconds` by the time the stage waited for a core or for files. None in builds "
-                                  "made before it was recorded")
+        default=None, description="CPU seconds of the process that ran the stage (ehrbench.stage_clock): above "
+                                  "`seconds` when it used both cores, below when it waited for a core or for I/O. "
+                                  "None in builds made before it was recorded")
 
 
 class Manifest(BaseModel):

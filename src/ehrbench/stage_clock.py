@@ -23,7 +23,8 @@ def process_cpu_seconds() -> float:
 
 class StageClock:
     """Started as a stage starts in this process; `timing()` as it ends. A stage run in the flow's own process also
-    counts the CPU of that process's other threads meanwhile (Prefect's, the stage workers' dispatcher: ~1 % of it)."""
+    counts the CPU of that process's other threads meanwhile (Prefect's, the stage workers' dispatcher; they mostly
+    wait)."""
 
     def __init__(self) -> None:
         self.started_at = datetime.now(UTC)
