@@ -1,11 +1,12 @@
 """Slow imports done ahead of the stages that need them, while a build's first stages leave a core idle.
 
-Ingest, transform and validate run one at a time in the flow's process, mostly on one core, and each imports its
-libraries as it starts: dbt (~1.2 s) for the transform, Great Expectations (~1.7 s) for the validation. A thread
-imports them during the ingest instead (its DuckDB reads release the GIL); `ehrbench build` starts that thread even
-earlier, while it waits ~3 s for its temporary Prefect server, whose start-up takes one core. The stage workers
-(flows/stage_workers.py) start at the same time and import what their stages will load (~3 s each), rather than as
-the databases stage's dbt run keeps the other core busy.
+Ingest and transform run one at a time in the flow's process, mostly on one core, and the transform imports dbt
+(~1.2 s) as it starts. A thread imports it during the ingest instead (its DuckDB reads release the GIL); `ehrbench
+build` starts that thread even earlier, while it waits ~3 s for its temporary Prefect server, whose start-up takes one
+core. The stage workers
+(flows/stage_workers.py) start at the same time and import what their stages will load (~3 s each: Great Expectations
+for validate, which runs in one of them next, ~1.7 s of it), rather than as the databases stage's dbt run keeps the
+other core busy.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from collections.abc import Sequence
 
 from ehrbench.garbage_collection import keep_what_is_loaded
 
-# What the flow's own process imports in the background: the libraries of the transform and validate stages.
-FLOW_IMPORTS = ("dbt.cli.main", "great_expectations")
-# What each stage worker imports as it starts: the stage flows, and Great Expectations, which noteqa and questions
-# import only when they validate (~1.7 s, ~140 MiB). Not ACES and scikit-learn (meds alone uses them, 0.5 s): in the
-# worker that runs fhir they held ~60 MiB more for nothing, and at x100 the build's processes peak near 8 GiB.
-WORKER_IMPORTS = ("flows.dq", "flows.noteqa", "flows.meds_export", "flows.fhir_view", "flows.questions",
-                  "great_expectations")
+# What the flow's own process imports in the background: the transform stage's dbt. Not Great Expectations: the
+# validate stage runs in a stage worker, so this process never holds it (~130 MiB for the whole build).
+FLOW_IMPORTS = ("dbt.cli.main",)
+# What each stage worker imports as it starts: the stage flows, and Great Expectations, which validate runs on and
+# noteqa and questions import only when they validate (~1.7 s, ~140 MiB). Not ACES and scikit-learn (meds alone uses
+# them, 0.5 s): in the worker that runs fhir they held ~60 MiB more for nothing, and at x100 the build's processes
+# peak near 8 GiB.
+WORKER_IMPORTS = ("flows.validate", "flows.dq", "flows.noteqa", "flows.meds_export", "flows.fhir_view",
+                  "flows.questions", "great_expectations")
 
 
 def import_modules(modules: Sequence[str]) -> None:

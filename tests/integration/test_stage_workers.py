@@ -86,18 +86,35 @@ def fails(message: str) -> None:
     raise ValueError(message)
 
 
+@flow(name="toy-stage-now")
+def whoami() -> int:
+    return os.getpid()
+
+
 @flow(name="toy-parent")
 def run_stages(folder: Path) -> tuple[BaseException | None, dict]:
-    """early is started and has run before run() is called; a and b meet (b stays 3 s longer); c comes after a, d has
-    no stage before it, broken fails, e comes after broken. Returns what run() raised and each stage's outcome (or
-    error) as reported when it ended."""
+    """now runs in a worker while this flow waits, broken now fails so (run_now, as the build's validate); early is
+    started and has run before run() is called; a and b meet (b stays 3 s longer); c comes after a, d has no stage
+    before it, broken fails, e comes after broken. Returns what run() raised and each stage's outcome (or error) as
+    reported when it ended; what run_now returned and raised under "run_now"."""
     from flows.stage_workers import stage_workers
 
     ended: dict = {}
+    run_now: dict = {}
     with stage_workers(on_done=lambda name, outcome, seconds: ended.update({name: (outcome, seconds)}),
                        max_workers=2) as workers:
+        run_now["now"] = workers.run_now("now", whoami)
+        try:
+            workers.run_now("broken now", fails, message="broke while the flow waited")
+        except Exception as exc:
+            run_now["broken now"] = exc
         workers.add("early", early, folder=folder)
         workers.start()
+        try:
+            workers.run_now("too late", whoami)
+        except RuntimeError as exc:
+            run_now["too late"] = exc
+        ended["run_now"] = run_now
         _wait_for(folder / "early")  # handed to a worker by start(), with run() not called yet
         workers.add("a", meets, folder=folder, mine="a", theirs="b")
         workers.add("b", meets, folder=folder, mine="b", theirs="a", linger_s=3)
@@ -167,11 +184,22 @@ def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_
 
     raised, ended = stages_run["raised"], stages_run["ended"]
     assert isinstance(raised, ValueError) and str(raised) == "stage broke"
-    assert set(ended) == {"early", "a", "b", "c", "d", "broken", "e"}  # every stage ended before the error was raised
+    assert set(ended) - {"run_now", "now", "broken now"} == {"early", "a", "b", "c", "d", "broken", "e"}  # all ended
     assert isinstance(ended["broken"][0], ValueError)
     assert isinstance(ended["e"][0], StageNotRun) and str(ended["e"][0]) == "broken failed"
     assert f"stage output {ended['d'][0].result['pid']}" in stages_run["err"]  # d ran; e did not
     assert stages_run["err"].count("stage output") == 2
+
+
+def test_run_now_runs_a_stage_in_a_worker_while_the_flow_waits_and_raises_its_error(stages_run):
+    ended, returned = stages_run["ended"], stages_run["ended"]["run_now"]
+    assert returned["now"] != os.getpid() and ended["now"][0].result == returned["now"]  # reported as it ended
+    assert ended["now"][0].timing.cpu_seconds is not None
+    error = returned["broken now"]
+    assert isinstance(error, ValueError) and str(error) == "broke while the flow waited"
+    assert ended["broken now"][0] is error
+    # after start() a worker may be busy with a handed-over stage: refused, nothing reported
+    assert "run_now() after start()" in str(returned["too late"]) and "too late" not in ended
 
 
 def test_the_pool_has_prefects_size_else_one_worker_per_core(prefect_api_url):
