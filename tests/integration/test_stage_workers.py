@@ -92,11 +92,11 @@ def whoami() -> int:
 
 
 @flow(name="toy-parent")
-def run_stages(folder: Path) -> tuple[BaseException | None, dict]:
+def run_stages(folder: Path) -> tuple[BaseException | None, dict, dict]:
     """now runs in a worker while this flow waits, broken now fails so (run_now, as the build's validate); early is
     started and has run before run() is called; a and b meet (b stays 3 s longer); c comes after a, d has no stage
     before it, broken fails, e comes after broken. Returns what run() raised and each stage's outcome (or error) as
-    reported when it ended; what run_now returned and raised under "run_now"."""
+    reported when it ended, and what run_now returned or raised."""
     from flows.stage_workers import stage_workers
 
     ended: dict = {}
@@ -114,7 +114,6 @@ def run_stages(folder: Path) -> tuple[BaseException | None, dict]:
             workers.run_now("too late", whoami)
         except RuntimeError as exc:
             run_now["too late"] = exc
-        ended["run_now"] = run_now
         _wait_for(folder / "early")  # handed to a worker by start(), with run() not called yet
         workers.add("a", meets, folder=folder, mine="a", theirs="b")
         workers.add("b", meets, folder=folder, mine="b", theirs="a", linger_s=3)
@@ -125,8 +124,8 @@ def run_stages(folder: Path) -> tuple[BaseException | None, dict]:
         try:
             workers.run()
         except Exception as exc:
-            return exc, ended
-    return None, ended
+            return exc, ended, run_now
+    return None, ended, run_now
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +134,9 @@ def stages_run(prefect_api_url, tmp_path_factory, run_log):
     folder = tmp_path_factory.mktemp("stages")
     capture = _CapturedFds()
     with capture:
-        raised, ended = run_stages(folder)
-    return {"raised": raised, "ended": ended, "folder": folder, "out": capture.out, "err": capture.err,
-            "log": list(run_log)}
+        raised, ended, run_now = run_stages(folder)
+    return {"raised": raised, "ended": ended, "run_now": run_now, "folder": folder, "out": capture.out,
+            "err": capture.err, "log": list(run_log)}
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +183,7 @@ def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_
 
     raised, ended = stages_run["raised"], stages_run["ended"]
     assert isinstance(raised, ValueError) and str(raised) == "stage broke"
-    assert set(ended) - {"run_now", "now", "broken now"} == {"early", "a", "b", "c", "d", "broken", "e"}  # all ended
+    assert set(ended) - {"now", "broken now"} == {"early", "a", "b", "c", "d", "broken", "e"}  # all ended before
     assert isinstance(ended["broken"][0], ValueError)
     assert isinstance(ended["e"][0], StageNotRun) and str(ended["e"][0]) == "broken failed"
     assert f"stage output {ended['d'][0].result['pid']}" in stages_run["err"]  # d ran; e did not
@@ -192,7 +191,7 @@ def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_
 
 
 def test_run_now_runs_a_stage_in_a_worker_while_the_flow_waits_and_raises_its_error(stages_run):
-    ended, returned = stages_run["ended"], stages_run["ended"]["run_now"]
+    ended, returned = stages_run["ended"], stages_run["run_now"]
     assert returned["now"] != os.getpid() and ended["now"][0].result == returned["now"]  # reported as it ended
     assert ended["now"][0].timing.cpu_seconds is not None
     error = returned["broken now"]
