@@ -3,10 +3,9 @@
 Ingest and transform run one at a time in the flow's process, mostly on one core, and the transform imports dbt
 (~1.2 s) as it starts. A thread imports it during the ingest instead (its DuckDB reads release the GIL); `ehrbench
 build` starts that thread even earlier, while it waits ~3 s for its temporary Prefect server, whose start-up takes one
-core. The stage workers
-(flows/stage_workers.py) start at the same time and import what their stages will load (~3 s each: Great Expectations
-for validate, which runs in one of them next, ~1.7 s of it), rather than as the databases stage's dbt run keeps the
-other core busy.
+core. The stage workers (flows/stage_workers.py) start at the same time and import what their stages will load (~3 s
+each: Great Expectations for validate, which runs in one of them next, ~1.7 s of it), rather than as the databases
+stage's dbt run keeps the other core busy.
 """
 
 from __future__ import annotations
