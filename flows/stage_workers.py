@@ -34,6 +34,7 @@ from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner
 
+from ehrbench.freed_memory import release_freed_memory
 from ehrbench.garbage_collection import collect_in_larger_batches, keep_what_is_loaded
 from ehrbench.manifest import StageTiming
 from ehrbench.stage_clock import StageClock
@@ -50,12 +51,14 @@ class StageOutcome:
 
 def _run_stage(name: str, stage_flow: str, parameters: dict[str, Any]) -> StageOutcome:
     """`stage_flow`: "<module>:<name>" of the flow, imported in the worker (a pickled flow would carry copies of its
-    module's names, not the module)."""
+    module's names, not the module). What the stage freed goes back to the system before the worker's next stage."""
     module, _, attribute = stage_flow.partition(":")
     flow = getattr(importlib.import_module(module), attribute)
     clock = StageClock()
-    result = flow(**parameters)
-    return StageOutcome(result, clock.timing())
+    try:
+        return StageOutcome(flow(**parameters), clock.timing())
+    finally:
+        release_freed_memory()
 
 
 # The task wraps a function of another name so that cloudpickle sends the worker a reference to this module, not a

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -31,6 +32,7 @@ from ehrbench.dq.extract import (
     TABLE_ORDER,
     TIME_FORMAT,
     read_extract,
+    shared_strings,
     sort_rows,
     with_row_ids,
 )
@@ -909,6 +911,20 @@ def test_read_extract_gives_the_ids_and_order_of_the_published_rule(tmp_path):
     orders = extract["medication_orders"]
     same_start = orders[(orders["patient_id"] == first["patient_id"]) & (orders["start_time"] == first["start_time"])]
     assert [d for d in same_start["drug"] if d in ("Äpfel", "apple", "Zebra")] == ["Zebra", "apple", "Äpfel"]
+
+
+def test_read_extract_shares_one_string_object_per_distinct_value(tmp_path):
+    column = pa.chunked_array([pa.array(["mg/dL", None, "mg" + "/dL"]), pa.array(["mmol/L", "mg/dL", None]),
+                               pa.array([], type=pa.string())])
+    cells = shared_strings(column)
+    assert cells.dtype == object and cells.tolist() == ["mg/dL", None, "mg/dL", "mmol/L", "mg/dL", None]
+    assert cells[0] is cells[2] is cells[4]
+    assert shared_strings(pa.chunked_array([pa.array([None, None], type=pa.string())])).tolist() == [None, None]
+    rows = rows_of_extract()
+    rows["lab_results"] += [{**rows["lab_results"][0], "value": "7.5"} for _ in range(2)]
+    units = read_extract(warehouse_of(tmp_path / "warehouse.duckdb", rows))["lab_results"]["unit"].dropna()
+    assert units.nunique() < len(units)
+    assert len({id(unit) for unit in units}) == units.nunique()  # read cell by cell, each row had its own object
 
 
 def reference_file(frame: pd.DataFrame) -> bytes:
