@@ -111,7 +111,7 @@ def cli_build(tmp: Path, run: int, args: dict, cold_caches: bool = False) -> dic
     return {"wall": wall, "stages": stages, "outside_stages": wall - stages_wall_seconds(timings),
             "cpu": {name: timing.cpu_seconds for name, timing in timings.items()},
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-            "peak_all_gib": memory.peak_gib()}
+            "peak_all_gib": memory.peak_gib(), "peak_parts": memory.peak_parts()}
 
 
 def spread(values: list[float], digits: int = 1) -> str:
@@ -157,6 +157,8 @@ def main() -> None:
     print(f"  {'wall':<10}{spread([b['wall'] for b in builds]):>20}   peak RSS of any process "
           f"{max(b['peak_rss_mib'] for b in builds):.0f} MiB; all the build's processes together (PSS) "
           f"{spread([b['peak_all_gib'] for b in builds], digits=2)} GiB")
+    for run, build in enumerate(builds, 1):
+        print(f"  run {run}'s peak, {build['peak_all_gib']:.2f} GiB, by process (GiB): {build['peak_parts']}")
     print(json.dumps({"stages_library": rows, "builds": builds}))
 
 

@@ -27,6 +27,7 @@ class TreeMemory:
     def __init__(self, pid: int):
         self.root = psutil.Process(pid)
         self.samples: list[tuple[float, int]] = []
+        self.at_peak: dict[str, int] = {}  # each process's part of the highest sample: "<what it runs> [pid]" -> bytes
         # (pid, start time) -> (time of its last PSS reading, RSS - PSS then)
         self._shared: dict[tuple[int, float], tuple[float, int]] = {}
         self._stop = threading.Event()
@@ -39,10 +40,13 @@ class TreeMemory:
                 processes = [self.root, *self.root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 break
-            now, total = time.time(), 0
+            now, total, parts = time.time(), 0, {}
             for process in processes:
                 with contextlib.suppress(psutil.Error):  # ended between listing and reading
-                    total += self._pss(process, now)
+                    parts[process] = self._pss(process, now)
+                    total += parts[process]
+            if total > max((sampled for _, sampled in self.samples), default=-1):
+                self.at_peak = {_label(process): size for process, size in parts.items()}
             self.samples.append((now, total))
             self._stop.wait(SAMPLE_SECONDS)
 
@@ -55,9 +59,28 @@ class TreeMemory:
             return full.pss
         return max(0, process.memory_info().rss - shared)
 
+    def peak_parts(self, at_least: int = 20 * 2**20) -> str:
+        """The processes' parts of the highest sample, largest first (those of at least `at_least` bytes), e.g.
+        "build 1.08, stage worker 0.45, …" in GiB."""
+        parts = sorted(self.at_peak.items(), key=lambda item: -item[1])
+        return ", ".join(f"{label} {size / 2**30:.2f}" for label, size in parts if size >= at_least)
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
     def peak_gib(self, start: float = float("-inf"), end: float = float("inf")) -> float:
         return max((rss for t, rss in self.samples if start <= t <= end), default=0) / 2**30
+
+
+def _label(process: psutil.Process) -> str:
+    """What a build's process is: the build's own (the CLI), a stage worker (multiprocessing's spawn), the temporary
+    Prefect server (uvicorn), else its program's name."""
+    with contextlib.suppress(psutil.Error):
+        command = " ".join(process.cmdline())
+        for marker, label in (("spawn_main", "stage worker"), ("uvicorn", "Prefect server"),
+                              (" build", "build")):
+            if marker in command:
+                return f"{label} [{process.pid}]"
+        return f"{process.name()} [{process.pid}]"
+    return f"[{process.pid}]"
