@@ -61,7 +61,7 @@ class TreeMemory:
 
     def peak_parts(self, at_least: int = 20 * 2**20) -> str:
         """The processes' parts of the highest sample, largest first (those of at least `at_least` bytes), e.g.
-        "build 1.08, stage worker 0.45, …" in GiB."""
+        "build [812] 1.08, stage worker [840] 0.45, …" in GiB."""
         parts = sorted(self.at_peak.items(), key=lambda item: -item[1])
         return ", ".join(f"{label} {size / 2**30:.2f}" for label, size in parts if size >= at_least)
 

@@ -10,7 +10,6 @@ import sys
 import pytest
 
 HEAP_FREED_BUT_HELD = """
-import sys
 def rss_mib():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS"):
