@@ -5,7 +5,8 @@
       → [4/10] databases (flows/databases.py): dbt builds the models the side stages read (audit extract, notes,
         MEDS events), copied into a file of their own; then the profiles, the FHIR resources and the rest; export
         (while fhir runs)
-      → side by side in worker processes (flows/stage_workers.py), each reading the warehouse or that copy only:
+      → side by side in worker processes (flows/stage_workers.py; meds and fhir each in a fresh one), each reading
+        the warehouse or that copy only:
           the side stages, from the copy, started as soon as it is made (while dbt builds the profiles):
             [7/10] dq (seeded errors with hidden cluster gold → verified task folders, calibration; flows/dq.py)
             [8/10] noteqa (synthetic or MIMIC-IV-Note's notes → note questions → GX, quarantine; flows/noteqa.py)
@@ -176,16 +177,17 @@ def build_benchmark(
                                 settings=parameters.dq, warehouse=side_inputs)
                     workers.add("noteqa", build_note_questions, layout=layout, build_dir=build_dir, seed=seed,
                                 settings=parameters.questions, notes_source=notes_source, warehouse=side_inputs)
-                    workers.add("meds", build_meds, layout=layout, build_dir=build_dir, created_at=created_at,
-                                releases={r.dataset: {"edition": r.edition, "version": r.version} for r in releases},
-                                seed=seed, warehouse=side_inputs)
+                    # meds and fhir each in a fresh worker, not one holding what an earlier stage left (~200 MiB)
+                    workers.add("meds", build_meds, fresh_worker=True, layout=layout, build_dir=build_dir,
+                                created_at=created_at, seed=seed, warehouse=side_inputs,
+                                releases={r.dataset: {"edition": r.edition, "version": r.version} for r in releases})
                     workers.start()  # they read their copy while dbt builds the profiles on this core
                     profile_run = build_profiles(layout, dbt_vars, logs, fhir_selection(parameters.mimic_iv_on_fhir),
                                                  notes_source)
-                    workers.add("fhir", build_fhir, layout=layout, build_dir=build_dir, profile_vars=dbt_vars,
-                                seed=seed, ehrsql2024_dir=parameters.ehrsql2024_dir,
-                                mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
                     # fhir goes to the first free worker, reading the FHIR models while the databases are exported
+                    workers.add("fhir", build_fhir, fresh_worker=True, layout=layout, build_dir=build_dir,
+                                profile_vars=dbt_vars, seed=seed, ehrsql2024_dir=parameters.ehrsql2024_dir,
+                                mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
                     databases = export_databases(layout, build_dir, seed)
                     done(databases_detail(databases))
                 # questions asks a fixed number of questions: on a small build the longest stage left, it goes ahead

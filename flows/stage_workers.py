@@ -4,10 +4,11 @@ databases are exported). The workers start with the build, and import what their
 stages leave a core idle (flows/warm_up.py).
 
 They only read (the warehouse, or the side stages' copy) and write into separate folders of the build, and their work
-is mostly Python, which threads would run on one core. So they run as Prefect tasks on a ProcessPoolTaskRunner (one
-worker per core, at a lower priority than the flow's process, whose dbt run they must not slow): each task runs its
-stage's subflow in a worker, timed there. In the Prefect UI a stage is a `stage/<name>` task run of build-benchmark
-with the stage's subflow under it.
+is mostly Python, which threads would run on one core. So they run as Prefect tasks in worker processes (one per core,
+each a ProcessPoolTaskRunner of one process, at a lower priority than the flow's process, whose dbt run they must not
+slow): each task runs its stage's subflow in a worker, timed there. A stage that would otherwise run on what earlier
+stages left in a worker (meds, fhir) asks for a fresh one, which replaces the used one. In the Prefect UI a stage is a
+`stage/<name>` task run of build-benchmark with the stage's subflow under it.
 
 What the workers log reaches the Prefect API as any run log does (Prefect forwards it); it also reaches the build's
 handlers here — build.log and, from the CLI, the terminal's warnings — as if the stage had run in this process.
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from prefect import Flow, task
 from prefect.cache_policies import NONE
@@ -80,6 +81,27 @@ class _Stage:
     parameters: dict[str, Any]
     after: tuple[str, ...]
     priority: int
+    fresh_worker: bool
+
+
+class Worker(Protocol):
+    """One worker process, as StageWorkers uses it (WorkerProcess; a test's fake)."""
+
+    def submit(self, task: Any, parameters: dict[str, Any]) -> Any: ...  # a PrefectConcurrentFuture
+
+    def let_exit(self) -> None: ...  # no stage comes: exit once idle, without waiting for it
+
+    def close(self) -> None: ...  # exit, and wait for it
+
+
+# opens a worker that imports these modules as it starts
+OpenWorker = Callable[[tuple[str, ...]], Worker]
+
+
+@dataclass
+class _Slot:
+    worker: Worker
+    ran_a_stage: bool = False
 
 
 class StageWorkers:
@@ -89,13 +111,28 @@ class StageWorkers:
     From `start()` (or `run()`) on, a thread of this process hands a stage to a worker as one is free and the stages
     it comes after have succeeded, while this process goes on with other work; it is woken by a stage's end or a new
     stage, never polls. Of the stages that wait for a worker, the one of highest `priority` goes first, then the first
-    added."""
+    added.
 
-    def __init__(self, runner: ProcessPoolTaskRunner, workers: int, on_done: StageEnded):
-        self._runner, self.workers, self._on_done = runner, workers, on_done
+    `workers` workers are opened at once (each importing `warm_up`). A stage added with `fresh_worker` runs in a
+    worker that ran no stage before: the free worker that did is replaced by a new one, which imports only that
+    stage's module, and exits in the background. What a stage leaves in its worker's heap and the libraries it
+    loaded for itself cannot all be given back to the system (ehrbench.freed_memory): in the demo build the worker
+    that ran noteqa and meds held ~640 MiB when fhir came, a new one ~150 MiB."""
+
+    def __init__(self, open_worker: OpenWorker, workers: int, on_done: StageEnded, warm_up: Sequence[str] = ()):
+        self._open_worker, self.workers, self._on_done = open_worker, workers, on_done
+        self._idle: list[_Slot] = []
+        try:
+            for _ in range(workers):
+                self._idle.append(_Slot(open_worker(tuple(warm_up))))
+        except BaseException:
+            for slot in self._idle:
+                slot.worker.close()
+            raise
+        self._retiring: list[threading.Thread] = []  # replaced workers exiting
         self._stages: dict[str, _Stage] = {}
         self._waiting: list[str] = []
-        self._running: dict[str, tuple[float, Any]] = {}  # name -> (when it was handed over, its future)
+        self._running: dict[str, tuple[float, Any, _Slot]] = {}  # name -> (when handed over, its future, its worker)
         self._outcomes: dict[str, Any] = {}
         self._ended: list[tuple[str, Any, float]] = []  # (name, outcome, seconds) not yet reported to on_done
         self._changed = threading.Condition()  # guards all of the above; notified on a stage's end or a new stage
@@ -105,16 +142,17 @@ class StageWorkers:
         self._error: BaseException | None = None  # what broke the dispatcher itself
 
     def add(self, name: str, stage_flow: Flow, after: tuple[str, ...] = (), priority: int = 0,
-            **parameters: Any) -> None:
+            fresh_worker: bool = False, **parameters: Any) -> None:
         """Stage `name`: `stage_flow` (a module-level flow) called with `parameters`, once the stages `after` have
-        succeeded; ahead of the waiting stages of a lower `priority`."""
+        succeeded; ahead of the waiting stages of a lower `priority`; in a worker that ran no stage before if
+        `fresh_worker`."""
         with self._changed:
             unknown = [before for before in after if before not in self._stages]
             if unknown:
                 raise ValueError(f"stage {name} comes after {unknown}: add those first")
             if self._all_added:
                 raise RuntimeError(f"stage {name} added after run()")
-            self._stages[name] = _Stage(_reference(stage_flow), parameters, after, priority)
+            self._stages[name] = _Stage(_reference(stage_flow), parameters, after, priority, fresh_worker)
             self._waiting.append(name)
             self._changed.notify_all()
 
@@ -124,9 +162,10 @@ class StageWorkers:
         Expectations, ~130 MiB). Its end is reported through `on_done`; returns its result, or raises its error."""
         if self._dispatcher is not None:
             raise RuntimeError(f"stage {name}: run_now() after start() would wait for a free worker")
-        handed_over = time.perf_counter()
+        handed_over, slot = time.perf_counter(), self._idle[0]
+        slot.ran_a_stage = True
         try:
-            outcome = self._runner.submit(
+            outcome = slot.worker.submit(
                 run_stage, {"name": name, "stage_flow": _reference(stage_flow), "parameters": parameters}).result()
         except BaseException as exc:
             self._on_done(name, exc, time.perf_counter() - handed_over)
@@ -162,7 +201,8 @@ class StageWorkers:
         self._dispatcher.join()
         if self._error is not None:
             raise self._error
-        _let_workers_exit(self._runner)
+        for slot in self._idle:  # every stage has ended: the workers exit while this process writes the manifest
+            slot.worker.let_exit()
         outcomes = self._outcomes
         for outcome in (outcomes[name] for name in self._stages):
             if isinstance(outcome, BaseException) and not isinstance(outcome, StageNotRun):
@@ -175,6 +215,15 @@ class StageWorkers:
             self._waiting.clear()
             self._all_added = True
             self._changed.notify_all()
+
+    def close_workers(self) -> None:
+        """Close every worker, waiting for the running stages, and for the replaced workers to exit."""
+        with self._changed:
+            slots = [*self._idle, *(slot for _, _, slot in self._running.values())]
+        for slot in slots:
+            slot.worker.close()
+        for retiring in self._retiring:
+            retiring.join()
 
     def _dispatch(self) -> None:
         try:
@@ -195,8 +244,9 @@ class StageWorkers:
                     self._changed.wait(timeout=5)  # woken by a stage's end or a new stage; the timeout: a safety net
 
     def _collect_ended(self) -> None:
-        for name in [n for n, (_, future) in self._running.items() if future.wrapped_future.done()]:
-            started, future = self._running.pop(name)
+        for name in [n for n, (_, future, _) in self._running.items() if future.wrapped_future.done()]:
+            started, future, slot = self._running.pop(name)
+            self._idle.append(slot)
             try:
                 self._outcomes[name] = future.result()
             except BaseException as exc:  # noqa: BLE001 — reported, then raised by run()
@@ -229,23 +279,48 @@ class StageWorkers:
         """Submit the ready stages, the highest priority first, up to the free workers; whether one failed to start."""
         ready = [n for n in self._waiting if all(before in self._outcomes for before in self._stages[n].after)]
         ready.sort(key=lambda n: -self._stages[n].priority)  # stable: the first added first among equals
-        started = [self._submit(name) for name in ready[:max(0, self.workers - len(self._running))]]
+        started = [self._submit(name) for name in ready[:len(self._idle)]]
         return not all(started)
 
     def _submit(self, name: str) -> bool:
-        """Whether the stage started; one whose submission raised is recorded as failed with that error."""
+        """Whether the stage started; one whose submission raised (or whose fresh worker failed to open) is recorded
+        as failed with that error, its worker free for another."""
         self._waiting.remove(name)
         stage = self._stages[name]
         try:
-            future = self._runner.submit(
-                run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters})
+            slot = self._take_worker(stage)
         except BaseException as exc:  # noqa: BLE001 — the stage failed to start: reported as its error
             self._outcomes[name] = exc
             self._ended.append((name, exc, 0.0))
             return False
-        self._running[name] = (time.perf_counter(), future)
+        try:
+            future = slot.worker.submit(
+                run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters})
+        except BaseException as exc:  # noqa: BLE001 — the stage failed to start: reported as its error
+            self._idle.append(slot)
+            self._outcomes[name] = exc
+            self._ended.append((name, exc, 0.0))
+            return False
+        slot.ran_a_stage = True
+        self._running[name] = (time.perf_counter(), future, slot)
         future.wrapped_future.add_done_callback(lambda _: self._notify())
         return True
+
+    def _take_worker(self, stage: _Stage) -> _Slot:
+        """A free worker for `stage`: for a fresh_worker stage one that ran no stage, else a new one in place of a
+        free one, which exits in the background (opened first: if it fails to open, the free one stays); for another
+        stage preferably one that ran a stage (an unused one may spare a later fresh_worker stage a new worker)."""
+        used, unused = ([slot for slot in self._idle if slot.ran_a_stage is ran] for ran in (True, False))
+        if not stage.fresh_worker or unused:
+            slot = unused[0] if stage.fresh_worker else (used or unused)[0]
+            self._idle.remove(slot)
+            return slot
+        fresh = _Slot(self._open_worker((stage.flow_reference.partition(":")[0],)))
+        replaced = self._idle.pop(0)
+        retiring = threading.Thread(target=replaced.worker.close, name="stage-worker-exit", daemon=True)
+        retiring.start()
+        self._retiring.append(retiring)
+        return fresh
 
     def _notify(self) -> None:
         with self._changed:
@@ -259,11 +334,11 @@ def _reference(stage_flow: Flow) -> str:
 @contextmanager
 def stage_workers(on_done: StageEnded, max_workers: int | None = None,
                   warm_up: Sequence[str] = ()) -> Iterator[StageWorkers]:
-    """A process pool of `max_workers` for the stages of a build flow's run; default: Prefect's setting
+    """`max_workers` worker processes for the stages of a build flow's run; default: Prefect's setting
     PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS (1 runs the stages one at a time: the least memory), else the
     cores. (One more, so that fhir never waits for a side stage to end, measured no faster on 2 cores: the stages
     are bound by the CPU they share.) With `warm_up` (modules: flows/warm_up.py), the workers start at once and
-    import those, so that the pool can be opened stages before its first stage is added.
+    import those, so that they can be opened stages before their first stage is added.
 
     Without a configured API the flow runs on Prefect's temporary server; the workers are pointed at it (else each
     would start its own)."""
@@ -271,35 +346,46 @@ def stage_workers(on_done: StageEnded, max_workers: int | None = None,
         api_url = str(client.api_url)
     workers = (max_workers or get_current_settings().tasks.runner.process_pool_max_workers or os.cpu_count()
                or 1)
-    runner = ProcessPoolTaskRunner(max_workers=workers, subprocess_message_processor_factories=[_run_logs_here],
-                                   initializer=_set_up_worker, initargs=(tuple(warm_up),))
-    with temporary_settings({PREFECT_API_URL: api_url}), runner:
-        if warm_up:
-            _start_workers(runner, workers)
-        stages = StageWorkers(runner, workers, on_done)
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        stages = StageWorkers(WorkerProcess, workers, on_done, warm_up)
         try:
             yield stages
         finally:
             stages.close()  # a flow that failed before run(): the stages still waiting never start
+            stages.close_workers()
 
 
-def _start_workers(runner: ProcessPoolTaskRunner, workers: int) -> None:
-    """Start the pool's processes now rather than on the first stage: Python's pool starts one per call it is handed
-    while none is idle, so `workers` calls of nothing start them all. They go to the pool's executor, not through
-    `runner.submit`, which would record each as a task run; a Prefect without that attribute starts them late."""
-    executor = getattr(runner, "_executor", None)
-    if executor is not None:
-        for _ in range(workers):
+class WorkerProcess:
+    """A stage worker: a Prefect process pool of one process (a pool of several keeps each of them until the whole
+    pool closes; a stage worker can be replaced on its own). With `warm_up`, its process starts at once and imports
+    those modules."""
+
+    def __init__(self, warm_up: tuple[str, ...] = ()):
+        self._runner = ProcessPoolTaskRunner(max_workers=1, subprocess_message_processor_factories=[_run_logs_here],
+                                             initializer=_set_up_worker, initargs=(warm_up,))
+        self._runner.__enter__()
+        if warm_up:
+            self._start()
+
+    def submit(self, task: Any, parameters: dict[str, Any]) -> Any:
+        return self._runner.submit(task, parameters)
+
+    def _start(self) -> None:
+        """Start the process now rather than with the first stage: a call of nothing, sent to the pool's executor, not
+        through `submit`, which would record it as a task run (a Prefect without that attribute starts it late)."""
+        executor = getattr(self._runner, "_executor", None)
+        if executor is not None:
             executor.submit(os.getpid)
 
+    def let_exit(self) -> None:
+        """Every stage has ended: the process may exit (~1.5 s: it flushes its logs to the API and unloads its
+        libraries) while this process writes the manifest and publishes, instead of after. `close` still joins it."""
+        executor = getattr(self._runner, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False)
 
-def _let_workers_exit(runner: ProcessPoolTaskRunner) -> None:
-    """Every stage has ended: the workers may exit (~1.5 s: each flushes its logs to the API and unloads its
-    libraries) while this process writes the manifest and publishes, instead of after. Leaving the pool still joins
-    them."""
-    executor = getattr(runner, "_executor", None)
-    if executor is not None:
-        executor.shutdown(wait=False)
+    def close(self) -> None:
+        self._runner.__exit__(None, None, None)
 
 
 WORKER_NICENESS = 10  # below the flow's own process: its dbt run is the build's critical path while workers run

@@ -1,7 +1,7 @@
 """The build's later stages side by side (flows/stage_workers.py), with toy stage flows on a real Prefect server and a
 real process pool: they run at once in other processes (at a lower priority), `start()` hands them over while the
-caller goes on, `after` orders them, their logs reach this process's handlers, and a failure ends the run only once
-every stage has ended."""
+caller goes on, `after` orders them, their logs reach this process's handlers, a failure ends the run only once
+every stage has ended, and a `fresh_worker` stage runs in a new process while the worker it replaced exits."""
 
 from __future__ import annotations
 
@@ -86,6 +86,18 @@ def fails(message: str) -> None:
     raise ValueError(message)
 
 
+@flow(name="toy-stage-fresh")
+def in_fresh_worker(folder: Path) -> dict:
+    """The pids of the processes a and b ran in (the pool's two workers), and which of them has exited since."""
+    import psutil
+
+    first = {int((folder / name).read_text()) for name in "ab"}
+    deadline = time.monotonic() + WAIT_S
+    while all(psutil.pid_exists(pid) for pid in first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return {"pid": os.getpid(), "first": sorted(first), "exited": sorted(p for p in first if not psutil.pid_exists(p))}
+
+
 @flow(name="toy-stage-now")
 def whoami() -> int:
     return os.getpid()
@@ -95,8 +107,9 @@ def whoami() -> int:
 def run_stages(folder: Path) -> tuple[BaseException | None, dict, dict]:
     """now runs in a worker while this flow waits, broken now fails so (run_now, as the build's validate); early is
     started and has run before run() is called; a and b meet (b stays 3 s longer); c comes after a, d has no stage
-    before it, broken fails, e comes after broken. Returns what run() raised and each stage's outcome (or error) as
-    reported when it ended, and what run_now returned or raised."""
+    before it, broken fails, e comes after broken, fresh comes after c and d in a worker of its own. Returns what
+    run() raised and each stage's outcome (or error) as reported when it ended, and what run_now returned or
+    raised."""
     from flows.stage_workers import stage_workers
 
     ended: dict = {}
@@ -121,6 +134,7 @@ def run_stages(folder: Path) -> tuple[BaseException | None, dict, dict]:
         workers.add("d", after_the_others, folder=folder)
         workers.add("broken", fails, message="stage broke")
         workers.add("e", after_the_others, after=("broken",), folder=folder)
+        workers.add("fresh", in_fresh_worker, after=("c", "d"), fresh_worker=True, folder=folder)
         try:
             workers.run()
         except Exception as exc:
@@ -183,7 +197,7 @@ def test_a_failed_stage_fails_the_run_after_the_others_end_and_its_followers_do_
 
     raised, ended = stages_run["raised"], stages_run["ended"]
     assert isinstance(raised, ValueError) and str(raised) == "stage broke"
-    assert set(ended) - {"now", "broken now"} == {"early", "a", "b", "c", "d", "broken", "e"}  # all ended before
+    assert set(ended) - {"now", "broken now"} == {"early", "a", "b", "c", "d", "broken", "e", "fresh"}  # all ended
     assert isinstance(ended["broken"][0], ValueError)
     assert isinstance(ended["e"][0], StageNotRun) and str(ended["e"][0]) == "broken failed"
     assert f"stage output {ended['d'][0].result['pid']}" in stages_run["err"]  # d ran; e did not
@@ -250,3 +264,12 @@ def test_warmed_up_workers_start_with_the_pool_import_their_modules_and_exit_aft
     # the worker collects in larger batches, and no longer walks what it had loaded once warmed up
     assert ended["garbage collector"].result["threshold"] == [YOUNG_GENERATION, *OLDER_GENERATIONS]
     assert ended["garbage collector"].result["frozen"] > 10_000
+
+
+def test_a_fresh_worker_stage_runs_in_a_new_process_and_the_worker_it_replaced_exits(stages_run):
+    ended = stages_run["ended"]
+    fresh = ended["fresh"][0].result
+    earlier = {ended[name][0].result["pid"] for name in ("early", "a", "b", "c", "d")} | {stages_run["run_now"]["now"]}
+    assert earlier == set(fresh["first"])  # two workers ran every stage before it
+    assert fresh["pid"] not in earlier and fresh["pid"] != os.getpid()
+    assert len(fresh["exited"]) == 1  # one of them exited while the fresh stage ran; the other stayed for the rest

@@ -28,6 +28,8 @@ class _Submitted:
 
 
 class _HandRunner:
+    """Every worker of the test: what was submitted to any of them, by stage name."""
+
     def __init__(self):
         self.submitted: dict[str, tuple[float, _Submitted]] = {}
 
@@ -35,6 +37,12 @@ class _HandRunner:
         future = _Submitted()
         self.submitted[parameters["name"]] = (time.monotonic(), future)
         return future
+
+    def let_exit(self):
+        pass
+
+    def close(self):
+        pass
 
 
 def _outcome(name: str) -> StageOutcome:
@@ -44,7 +52,8 @@ def _outcome(name: str) -> StageOutcome:
 def _workers(runner: _HandRunner, count: int = 1) -> tuple[StageWorkers, dict]:
     """The stage workers, and what on_done reported: each ended stage's outcome, in the order they were reported."""
     ended: dict = {}
-    workers = StageWorkers(runner, workers=count, on_done=lambda name, outcome, seconds: ended.update({name: outcome}))
+    workers = StageWorkers(lambda warm_up: runner, workers=count,
+                           on_done=lambda name, outcome, seconds: ended.update({name: outcome}))
     return workers, ended
 
 
@@ -168,7 +177,7 @@ def test_a_stage_that_fails_to_start_frees_its_worker_and_its_followers_are_repo
 
     runner = _BrokenPoolRunner()
     reported_at: dict[str, float] = {}
-    workers = StageWorkers(runner, workers=1,
+    workers = StageWorkers(lambda warm_up: runner, workers=1,
                            on_done=lambda name, outcome, seconds: reported_at.setdefault(name, time.monotonic()))
     workers.add("broken", build_audit_tasks)
     workers.add("after", build_audit_tasks, after=("broken",))
@@ -180,3 +189,101 @@ def test_a_stage_that_fails_to_start_frees_its_worker_and_its_followers_are_repo
     assert isinstance(raised, RuntimeError) and str(raised) == "pool is broken"
     assert set(reported_at) == {"broken", "after", "other"}
     assert reported_at["after"] - started < HANDOVER_S  # not after the dispatcher's 5 s safety-net wake
+
+
+class _Worker(_HandRunner):
+    """One worker of a _Workers: records its stages in the shared runner too."""
+
+    def __init__(self, workers: _Workers, number: int, warm_up: tuple[str, ...]):
+        super().__init__()
+        self.workers, self.number, self.warm_up, self.closed = workers, number, warm_up, threading.Event()
+
+    def submit(self, task, parameters):
+        self.workers.ran_on[parameters["name"]] = self.number
+        return self.workers.shared.submit(task, parameters)
+
+    def close(self):
+        self.closed.set()
+
+
+class _Workers:
+    """A worker factory: each worker opened, the worker each stage ran on; opening fails while `broken`."""
+
+    def __init__(self):
+        self.shared, self.opened, self.ran_on, self.broken = _HandRunner(), [], {}, False
+
+    def __call__(self, warm_up: tuple[str, ...]) -> _Worker:
+        if self.broken:
+            raise OSError("cannot start a process")
+        self.opened.append(_Worker(self, len(self.opened), warm_up))
+        return self.opened[-1]
+
+
+def test_a_fresh_worker_stage_runs_in_a_new_worker_that_imports_its_module_and_the_used_one_exits():
+    from flows.dq import build_audit_tasks
+    from flows.fhir_view import build_fhir
+
+    factory = _Workers()
+    workers = StageWorkers(factory, workers=2, on_done=lambda *ended: None, warm_up=("flows.dq", "flows.fhir_view"))
+    assert [w.warm_up for w in factory.opened] == [("flows.dq", "flows.fhir_view")] * 2
+    workers.add("side", build_audit_tasks)
+    workers.add("other side", build_audit_tasks)
+    workers.add("fresh", build_fhir, after=("side",), fresh_worker=True)
+    workers.add("late", build_audit_tasks, after=("fresh",))
+    workers.start()
+    _submitted(factory.shared, "other side")
+    _end(factory.shared, "side")
+    _submitted(factory.shared, "fresh")
+    replaced = factory.opened[factory.ran_on["side"]]
+    assert len(factory.opened) == 3 and factory.ran_on["fresh"] == 2  # a third worker, of the fhir stage's module only
+    assert factory.opened[2].warm_up == ("flows.fhir_view",)
+    assert replaced.closed.wait(HANDOVER_S)  # the worker that ran side exits
+    assert not factory.opened[factory.ran_on["other side"]].closed.is_set()
+    ender = threading.Thread(target=lambda: [_end(factory.shared, n) for n in ("other side", "fresh", "late")])
+    ender.start()
+    assert set(workers.run()) == {"side", "other side", "fresh", "late"}
+    ender.join()
+    assert factory.ran_on["late"] != replaced.number  # never on the worker that exited
+    workers.close_workers()
+    assert all(worker.closed.is_set() for worker in factory.opened)
+
+
+def test_a_fresh_worker_stage_takes_a_worker_that_ran_no_stage_which_other_stages_leave_free():
+    from flows.dq import build_audit_tasks
+    from flows.fhir_view import build_fhir
+
+    factory = _Workers()
+    workers = StageWorkers(factory, workers=2, on_done=lambda *ended: None)
+    workers.add("side", build_audit_tasks)
+    workers.start()
+    _end(factory.shared, "side")
+    workers.add("plain", build_audit_tasks, after=("side",))  # added first: takes the worker that ran side
+    workers.add("fresh", build_fhir, after=("side",), fresh_worker=True)
+    _submitted(factory.shared, "fresh")
+    assert factory.ran_on["plain"] == factory.ran_on["side"] != factory.ran_on["fresh"]
+    assert len(factory.opened) == 2 and not any(worker.closed.is_set() for worker in factory.opened)
+    _end(factory.shared, "plain")
+    _end(factory.shared, "fresh")
+    assert set(workers.run()) == {"side", "plain", "fresh"}
+
+
+def test_a_fresh_worker_that_fails_to_open_fails_its_stage_and_the_used_worker_stays():
+    from flows.dq import build_audit_tasks
+    from flows.fhir_view import build_fhir
+    from flows.stage_workers import StageNotRun
+
+    factory = _Workers()
+    ended: dict = {}
+    workers = StageWorkers(factory, workers=1, on_done=lambda name, outcome, seconds: ended.update({name: outcome}))
+    workers.add("side", build_audit_tasks)
+    workers.add("fresh", build_fhir, after=("side",), fresh_worker=True)
+    workers.add("after fresh", build_audit_tasks, after=("fresh",))
+    workers.add("other", build_audit_tasks, after=("side",))
+    workers.start()
+    _submitted(factory.shared, "side")
+    factory.broken = True
+    raised = _raised_by_run(workers, lambda: (_end(factory.shared, "side"), _end(factory.shared, "other")))
+    assert isinstance(raised, OSError) and str(raised) == "cannot start a process"
+    assert isinstance(ended["after fresh"], StageNotRun)
+    assert factory.ran_on["other"] == factory.ran_on["side"] == 0  # the one worker, kept
+    assert len(factory.opened) == 1 and not factory.opened[0].closed.is_set()
