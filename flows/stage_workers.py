@@ -114,10 +114,11 @@ class StageWorkers:
     added.
 
     `workers` workers are opened at once (each importing `warm_up`). A stage added with `fresh_worker` runs in a
-    worker that ran no stage before: the free worker that did is replaced by a new one, which imports only that
-    stage's module, and exits in the background. What a stage leaves in its worker's heap and the libraries it
-    loaded for itself cannot all be given back to the system (ehrbench.freed_memory): in a demo build the worker that
-    had run noteqa and meds held ~640 MiB when fhir came and ~0.85 GiB in it; a fresh one peaks at ~0.38 GiB."""
+    worker that ran no stage before: if every free worker has run one, a new worker that imports only the stage's
+    module takes the place of one of them, which exits in the background. What a stage leaves in its worker's heap
+    and the libraries it loaded for itself cannot all be given back to the system (ehrbench.freed_memory): in a demo
+    build the worker that had run noteqa and meds held ~640 MiB when fhir came and ~0.85 GiB in it; a fresh one peaks
+    at ~0.38 GiB."""
 
     def __init__(self, open_worker: OpenWorker, workers: int, on_done: StageEnded, warm_up: Sequence[str] = ()):
         self._open_worker, self.workers, self._on_done = open_worker, workers, on_done
