@@ -185,7 +185,7 @@ def test_stages_run_at_once_in_other_processes_in_order_and_log_here(stages_run)
 
 
 def test_a_started_stage_ran_before_run_was_called_below_this_processs_priority(stages_run):
-    from flows.stage_workers import WORKER_NICENESS
+    from flows.worker_process import WORKER_NICENESS
 
     outcome = stages_run["ended"]["early"][0].result
     assert outcome["pid"] != os.getpid()
