@@ -184,7 +184,8 @@ def build_benchmark(
                     workers.start()  # they read their copy while dbt builds the profiles on this core
                     profile_run = build_profiles(layout, dbt_vars, logs, fhir_selection(parameters.mimic_iv_on_fhir),
                                                  notes_source)
-                    # fhir goes to the first free worker, reading the FHIR models while the databases are exported
+                    # fhir takes the first free worker (a fresh one in its place), reading the FHIR models while the
+                    # databases are exported
                     workers.add("fhir", build_fhir, fresh_worker=True, layout=layout, build_dir=build_dir,
                                 profile_vars=dbt_vars, seed=seed, ehrsql2024_dir=parameters.ehrsql2024_dir,
                                 mimic_iv_on_fhir=parameters.mimic_iv_on_fhir)
