@@ -283,17 +283,14 @@ class StageWorkers:
         as failed with that error, its worker free for another."""
         self._waiting.remove(name)
         stage = self._stages[name]
+        slot = None
         try:
             slot = self._take_worker(stage)
-        except BaseException as exc:  # noqa: BLE001 — the stage failed to start: reported as its error
-            self._outcomes[name] = exc
-            self._ended.append((name, exc, 0.0))
-            return False
-        try:
             future = slot.worker.submit(
                 run_stage, {"name": name, "stage_flow": stage.flow_reference, "parameters": stage.parameters})
         except BaseException as exc:  # noqa: BLE001 — the stage failed to start: reported as its error
-            self._idle.append(slot)
+            if slot is not None:
+                self._idle.append(slot)
             self._outcomes[name] = exc
             self._ended.append((name, exc, 0.0))
             return False
