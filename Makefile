@@ -223,6 +223,12 @@ stop: ## stop the worker, then the server (by PID), then PostgreSQL, and point t
 bench: install ## time and measure a cold demo build per stage (median and range of RUNS=3 builds; COLD=1: empty caches)
 	$(UV) run python bench/build_demo.py $(if $(RUNS),--runs $(RUNS)) $(if $(COLD),--cold-caches)
 
+bench-goals: install ## every goal of issue 23 measured in one go (RUNS=3; ONLY=demo,scaleup,evaluate,fhir,profiles): ~1.5 h
+	$(UV) run python bench/goals.py $(if $(RUNS),--runs $(RUNS)) $(if $(ONLY),--only $(ONLY))
+
+bench-machine: install ## how fast this machine is now (Python, new memory): figures of different hours compare when these do
+	$(UV) run python bench/machine_speed.py
+
 bench-profiles: install ## time the dbt profiles and export on the demo against the EHRSQL-2024 reference
 	$(UV) run python bench/profiles.py
 

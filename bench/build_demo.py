@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from fresh_process import run_fresh
+from machine_speed import machine_speed, speed_note
 from tree_memory import TreeMemory
 
 from ehrbench.build_summary import stages_wall_seconds
@@ -132,14 +133,17 @@ def main() -> None:
     parser.add_argument("--builds-only", action="store_true", help="skip the library stages in fresh processes")
     options = parser.parse_args()
     env_note = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    speed = {"before": machine_speed()}
 
     with tempfile.TemporaryDirectory(prefix="ehrbench-bench-") as tmp:
         args = {"data_dir": str(Path(tmp) / "stages"), "repo": str(REPO),
                 "mimic_iv_dir": str(options.mimic_iv_dir), "eicu_dir": str(options.eicu_dir)}
         rows = [] if options.builds_only else [run_stage(name, args) for name in STAGES]
         builds = [cli_build(Path(tmp), run, args, options.cold_caches) for run in range(options.runs)]
+    speed["after"] = machine_speed()
 
     print(f"Cold demo build ({env_note})")
+    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
     if rows:
         print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}   (library only, each in a fresh process)")
         for row in rows:
@@ -159,7 +163,7 @@ def main() -> None:
           f"{spread([b['peak_all_gib'] for b in builds], digits=2)} GiB")
     for run, build in enumerate(builds, 1):
         print(f"  run {run}'s peak, {build['peak_all_gib']:.2f} GiB, by process (GiB): {build['peak_parts']}")
-    print(json.dumps({"stages_library": rows, "builds": builds}))
+    print(json.dumps({"machine_speed": speed, "stages_library": rows, "builds": builds}))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from machine_speed import machine_speed, speed_note
+
 REPO = Path(__file__).resolve().parents[1]
 GOAL_S = 60.0
 
@@ -57,6 +59,7 @@ def main() -> None:
     if not BuildLayout(build_dir).manifest.is_file():
         raise SystemExit(f"no build at {build_dir}; run `make build` first (or --build / --data-dir)")
     per_suite = 50
+    speed = {"before": machine_speed()}
     suites = ["ehrsql", "chatqa", "fhir"]
     tasks = len(load_tasks(build_dir, tuple(suites), per_suite))
     trials_per_task = max(1, round(options.trials / tasks))
@@ -95,7 +98,9 @@ def main() -> None:
                   f"average; "
                   f"success {r['success_rate']:.2%}; {r['model_requests']} model requests")
     results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    results["machine_speed"] = {**speed, "after": machine_speed()}
     print(f"peak RSS {results['peak_rss_mib']} MiB")
+    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(results['machine_speed']['after'])}")
     print(json.dumps(results))
 
 

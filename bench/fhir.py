@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 
 from fresh_process import run_fresh
+from machine_speed import machine_speed, speed_note
 from scaleup import PRELUDE, PREPARE, parse_factor_options
 
 GOAL_PER_S = 200_000
@@ -133,6 +134,7 @@ def main() -> None:
     parser.add_argument("--validate-sample", type=int, default=100_000,
                         help="resources validated (a seeded sample when there are more)")
     options = parse_factor_options(parser)
+    speed = {"before": machine_speed()}
     results = []
     for factor in options.factors:
         for result in run_factor(factor, options, options.work_dir):
@@ -145,7 +147,9 @@ def main() -> None:
                   f"generation); validation "
                   f"{result['validate_s']} s ({result['validated_per_s']:,}/s, {result['invalid']} invalid); "
                   f"peak RSS {result['generate_peak_rss_mib']} / {result['validate_peak_rss_mib']} MiB", flush=True)
-    print(json.dumps(results))
+    speed["after"] = machine_speed()
+    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
+    print(json.dumps({"machine_speed": speed, "views": results}))
 
 
 if __name__ == "__main__":

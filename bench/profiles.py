@@ -38,7 +38,8 @@ SHARED = REPO.parent / "shared" / "data"
 # The published EHRSQL-2024 preprocessing (pandas) on the MIMIC-IV demo on this machine (2 cores): about 10 s
 # and 270 MB peak RSS, the figures the project was given for it. Not rerun here: it cannot run offline.
 REFERENCE = {"what": "EHRSQL-2024 pandas preprocessing, MIMIC-IV demo", "seconds": 10.0, "peak_rss_mb": 270}
-GOAL_SPEEDUP = 5.0
+GOAL_SPEEDUP = 1.0  # issue 23: at demo size the ehrsql2024 profile alone is no slower than the reference
+STRETCH_SPEEDUP = 5.0  # the bench's first aim, never a requirement
 
 PRELUDE = """
 import json, resource, sys, time
@@ -176,7 +177,8 @@ def main() -> None:
               f"{versus:>8}")
     print(f"{'reference (pandas)':<24}{ref:>8.2f}{'':>39}{REFERENCE['peak_rss_mb'] / 1.048576:>9.0f}")
     print(f"(a) speed-up vs reference: {speedup:.2f}x by wall ({speedup_invoke:.2f}x counting dbt's invoke only); "
-          f"goal >= {GOAL_SPEEDUP:.0f}x: {'met' if speedup >= GOAL_SPEEDUP else 'NOT met'}. "
+          f"goal: no slower than the reference, {'met' if speedup >= GOAL_SPEEDUP else 'NOT met'}; "
+          f"stretch >= {STRETCH_SPEEDUP:.0f}x: {'met' if speedup >= STRETCH_SPEEDUP else 'not met'}. "
           f"nodes s = first node's start to last one's end (SQL and Python-model work, two nodes at a time); "
           f"dbt ovh = invoke - nodes (parse, before the first node, after the last); "
           f"start = process start + imports + exit; node med = median seconds of "
@@ -184,7 +186,8 @@ def main() -> None:
     for key in STEPS:
         if "slowest" in results[key]:
             print(f"  slowest nodes {labels[key]}: " + ", ".join(f"{n} {s}s" for n, s in results[key]["slowest"]))
-    print(json.dumps({"reference": REFERENCE, "goal_speedup": GOAL_SPEEDUP, "speedup_a_wall": round(speedup, 2),
+    print(json.dumps({"reference": REFERENCE, "goal_speedup": GOAL_SPEEDUP, "stretch_speedup": STRETCH_SPEEDUP,
+                      "speedup_a_wall": round(speedup, 2),
                       "speedup_a_invoke": round(speedup_invoke, 2), "repeat": options.repeat,
                       "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
                       "prepare_s": round(prepared["wall_s"], 2),

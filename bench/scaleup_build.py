@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fresh_process import run_fresh
+from machine_speed import machine_speed, speed_note
 from tree_memory import TreeMemory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -225,6 +226,7 @@ def main() -> None:
     options.work_dir = options.work_dir.resolve() / "scaleup-build"
 
     load_before = os.getloadavg()[0]  # another process on the 2 cores skews every figure: say so
+    speed = {"before": machine_speed()}
     rows: list[dict] = []
     skipped: dict[int, str] = {}
     for factor in factors:
@@ -236,8 +238,10 @@ def main() -> None:
     print(f"Whole-build scale-up: ehrbench build on the MIMIC-IV demo replicated xf and the eICU demo "
           f"({os.cpu_count()} cores, Python {sys.version.split()[0]}, 1-min load average {load_before:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after)")
+    speed["after"] = machine_speed()
+    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
     report(rows, skipped)
-    print(json.dumps({"skipped": skipped, "factors": rows}))
+    print(json.dumps({"machine_speed": speed, "skipped": skipped, "factors": rows}))
 
 
 if __name__ == "__main__":
