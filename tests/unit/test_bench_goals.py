@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
+# bench/ on the path only for this import: its fhir.py would shadow the fhir package (fhir.resources) for later tests
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from goals import growth_rows  # noqa: E402
+try:
+    growth_rows = importlib.import_module("goals").growth_rows
+finally:
+    sys.path.pop(0)
 
 
 def _factor(factor: int, patient_rows: int, stages: dict[str, tuple[float, float]]) -> dict:
