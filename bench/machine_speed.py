@@ -7,8 +7,8 @@ when these readings do.
 Two readings, in a fresh process each time (nothing the bench loaded or freed counts):
 - Python's speed: a loop of 10 million integer additions (one core);
 - writing to memory not touched before: 1 GiB of NumPy ones, three times, each freed before the next. On a slow day
-  the first GiB has taken 1.5-3.5 s and the next ones ~0.13 s (pages the kernel had just been given back); on a fast
-  day every one ~0.15 s.
+  the first GiB has taken ~3 s (0.12-4.1 s in ten readings) and the next ones ~0.13 s (pages the kernel had just been
+  given back); on a fast day every one ~0.15 s.
 """
 
 from __future__ import annotations
