@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from fresh_process import run_fresh
-from machine_speed import machine_speed, speed_note
+from machine_speed import before_and_after, machine_speed
 from tree_memory import TreeMemory
 
 from ehrbench.build_summary import stages_wall_seconds
@@ -143,7 +143,7 @@ def main() -> None:
     speed["after"] = machine_speed()
 
     print(f"Cold demo build ({env_note})")
-    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
+    print(before_and_after(speed))
     if rows:
         print(f"{'stage':<12}{'seconds':>10}{'peak RSS MiB':>15}   (library only, each in a fresh process)")
         for row in rows:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from machine_speed import machine_speed, speed_note
+from machine_speed import before_and_after, machine_speed
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_S = 60.0
@@ -100,7 +100,7 @@ def main() -> None:
     results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     results["machine_speed"] = {**speed, "after": machine_speed()}
     print(f"peak RSS {results['peak_rss_mib']} MiB")
-    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(results['machine_speed']['after'])}")
+    print(before_and_after(results["machine_speed"]))
     print(json.dumps(results))
 
 

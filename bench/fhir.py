@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 
 from fresh_process import run_fresh
-from machine_speed import machine_speed, speed_note
+from machine_speed import before_and_after, machine_speed
 from scaleup import PRELUDE, PREPARE, parse_factor_options
 
 GOAL_PER_S = 200_000
@@ -148,7 +148,7 @@ def main() -> None:
                   f"{result['validate_s']} s ({result['validated_per_s']:,}/s, {result['invalid']} invalid); "
                   f"peak RSS {result['generate_peak_rss_mib']} / {result['validate_peak_rss_mib']} MiB", flush=True)
     speed["after"] = machine_speed()
-    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
+    print(before_and_after(speed))
     print(json.dumps({"machine_speed": speed, "views": results}))
 
 

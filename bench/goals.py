@@ -22,7 +22,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from machine_speed import machine_speed, speed_note
+from machine_speed import before_and_after, machine_speed
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -55,8 +55,8 @@ def demo_rows(runs: int) -> list[tuple[str, str, str, str]]:
             ("demo build, all processes GiB", spread(peaks, 2), "<= 2", verdict(statistics.median(peaks) <= 2))]
 
 
-def scaleup_rows(runs: int, factors: str) -> list[tuple[str, str, str, str]]:
-    factors = run_bench("scaleup_build.py", "--factors", factors, "--runs", str(runs))["factors"]
+def scaleup_rows(runs: int, factor_list: str) -> list[tuple[str, str, str, str]]:
+    factors = run_bench("scaleup_build.py", "--factors", factor_list, "--runs", str(runs))["factors"]
     rows = []
     for factor in factors:
         walls = [b["wall_s"] for b in factor["builds"]]
@@ -130,7 +130,7 @@ def main() -> None:
     speed["after"] = machine_speed()
 
     print(f"\nIssue 23's goals, {options.runs} run(s) each: median (range)")
-    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
+    print(before_and_after(speed))
     width = max(len(row[0]) for row in rows)
     for what, figure, goal, met in rows:
         print(f"  {what:<{width}}  {figure:>28}  {goal:>10}  {met}")

@@ -46,6 +46,11 @@ def speed_note(speed: dict) -> str:
     return f"Python loop {speed['python_loop_s']:.2f} s per 10 M additions, new memory {touch} s per GiB"
 
 
+def before_and_after(speed: dict) -> str:
+    """The line a bench prints of {"before": reading, "after": reading}."""
+    return f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}"
+
+
 def main() -> None:
     speed = machine_speed()
     print(f"This machine now: {speed_note(speed)}")

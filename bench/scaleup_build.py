@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fresh_process import run_fresh
-from machine_speed import machine_speed, speed_note
+from machine_speed import before_and_after, machine_speed
 from tree_memory import TreeMemory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -239,7 +239,7 @@ def main() -> None:
           f"({os.cpu_count()} cores, Python {sys.version.split()[0]}, 1-min load average {load_before:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after)")
     speed["after"] = machine_speed()
-    print(f"This machine before: {speed_note(speed['before'])}; after: {speed_note(speed['after'])}")
+    print(before_and_after(speed))
     report(rows, skipped)
     print(json.dumps({"machine_speed": speed, "skipped": skipped, "factors": rows}))
 
