@@ -36,6 +36,7 @@ from ehrbench.manifest import StageTiming
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
+GOAL_SECONDS, GOAL_GIB = 60, 2  # issue 23: the median of the builds, all their processes together
 
 STAGES = {
     "ingest": """
