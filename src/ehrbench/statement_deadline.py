@@ -1,5 +1,6 @@
 """A statement's time limit: DuckDB has no statement timeout of its own, so a statement is interrupted from another
-thread once its time is up.
+thread once its time is up. SQLite's gold queries too (`Connection.interrupt`, SQLite's `sqlite3_interrupt`): its own
+way, a progress handler, calls Python every few thousand instructions, and each call waits for the GIL.
 
 One watchdog thread per process keeps every pending deadline, instead of a `threading.Timer` per statement: a thread
 started per query (the questions stage runs ~1,400 gold queries per database), each start waiting until the new

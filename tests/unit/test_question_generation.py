@@ -4,6 +4,7 @@ the kept share of empty answers, the unanswerable share, timeouts, and the FHIR 
 import json
 import os
 import sqlite3
+import time
 from datetime import datetime
 
 import duckdb
@@ -138,6 +139,24 @@ def test_sql_errors_and_timeouts_are_recorded_not_raised(database):
     (timed_out, *_) = generate(database, [slow], per_template=1, timeout_s=0.5)
     assert timed_out.execution_error.startswith("QueryTimeout")
     assert timed_out.execution_s < 5
+
+
+def test_a_sqlite_gold_query_past_its_time_is_interrupted_and_the_connection_still_answers():
+    from ehrbench.questions.generate import QueryTimeout, run_sqlite
+
+    con = sqlite3.connect(":memory:", check_same_thread=False)
+    endless = ("with recursive n(i) as (select 1 union all select i + 1 from n where i < 2000000000) "
+               "select count(*) from n")  # minutes
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout, match="longer than 0.3 s in SQLite"):
+        run_sqlite(con, endless, timeout_s=0.3)
+    assert time.monotonic() - started < 5
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):  # an error, not a timeout
+        run_sqlite(con, "select * from nosuchtable", timeout_s=5)
+    assert run_sqlite(con, "select 1 + 1", timeout_s=5) == [(2,)]
+    time.sleep(0.4)  # the cancelled deadline of that query never interrupts a later one
+    assert run_sqlite(con, "with recursive n(i) as (select 1 union all select i + 1 from n where i < 300000) "
+                           "select count(*) from n", timeout_s=5) == [(300000,)]
 
 
 def test_unanswerable_questions_are_spread_to_their_share(database):

@@ -253,16 +253,16 @@ def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> li
 
 
 def run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tuple]:
-    deadline = time.monotonic() + timeout_s
-    con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    try:
-        return con.execute(sql).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "interrupted" in str(exc):
-            raise QueryTimeout(f"gold SQL ran longer than {timeout_s} s in SQLite") from None
-        raise
-    finally:
-        con.set_progress_handler(None, 0)
+    # Interrupted by the watchdog thread, not by a progress handler: a handler is Python code that SQLite calls every
+    # few thousand instructions, each call waiting for the GIL, which the stage's other threads hold for up to the
+    # switch interval (5 ms) at a time (the gold queries ran up to 5x slower beside one busy thread).
+    with interrupted_after(timeout_s, con.interrupt) as deadline:
+        try:
+            return con.execute(sql).fetchall()
+        except sqlite3.OperationalError:
+            if deadline.fired:
+                raise QueryTimeout(f"gold SQL ran longer than {timeout_s} s in SQLite") from None
+            raise
 
 
 def plain_cell(cell: object) -> object:
