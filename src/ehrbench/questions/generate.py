@@ -255,7 +255,7 @@ def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float) -> li
 def run_sqlite(con: sqlite3.Connection, sql: str, timeout_s: float) -> list[tuple]:
     # Interrupted by the watchdog thread, not by a progress handler: a handler is Python code that SQLite calls every
     # few thousand instructions, each call waiting for the GIL, which the stage's other threads hold for up to the
-    # switch interval (5 ms) at a time (the gold queries ran up to 5x slower beside one busy thread).
+    # switch interval (5 ms) at a time (beside one busy thread, a demo build's gold queries took 5x as long with it).
     with interrupted_after(timeout_s, con.interrupt) as deadline:
         try:
             return con.execute(sql).fetchall()
