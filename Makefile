@@ -138,7 +138,7 @@ postgres: ## install Debian's PostgreSQL for the Prefect server of `make server`
 	  $$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null; }
 
 test: install gx-assets browser postgres sandbox ## the whole test suite (unit + integration)
-	$(UV) run pytest -n 2 --dist loadfile --no-loadscope-reorder
+	$(UV) run pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # The fast loop (< 1 min on 2 cores): it collects only tests/unit and tests/security, so no worker imports what
 # the integration tests need (Great Expectations, Playwright) just to deselect them.
