@@ -6,11 +6,11 @@ load_extension): a prediction file is input from elsewhere."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from types import TracebackType
 
 from ehrbench.errors import MissingInputError
+from ehrbench.statement_deadline import interrupted_after
 from ehrbench.warehouse import open_sqlite_read_only
 
 TIMEOUT_S = 60.0  # EHRSQL's scorer gives a query 60 s
@@ -40,17 +40,15 @@ class SqliteDatabase:
         self._con.text_factory = lambda raw: raw.decode(errors="ignore")
         self._con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         self._con.set_authorizer(_reads_only)
-        self._deadline = 0.0
-        self._con.set_progress_handler(lambda: int(time.monotonic() > self._deadline), 10_000)
 
     def rows(self, sql: str) -> list[list]:
-        self._deadline = time.monotonic() + self.timeout_s
-        try:
-            return [list(row) for row in self._con.execute(sql).fetchall()]
-        except sqlite3.OperationalError as exc:
-            if str(exc) == "interrupted" and time.monotonic() > self._deadline:
-                raise QueryTimeout(f"ran longer than {self.timeout_s:g} s") from None
-            raise
+        with interrupted_after(self.timeout_s, self._con.interrupt) as deadline:  # as the questions' gold queries
+            try:
+                return [list(row) for row in self._con.execute(sql).fetchall()]
+            except sqlite3.OperationalError:
+                if deadline.fired:
+                    raise QueryTimeout(f"ran longer than {self.timeout_s:g} s") from None
+                raise
 
     def close(self) -> None:
         self._con.close()
